@@ -1,0 +1,325 @@
+"""The streaming HTTP client: sends `RequestSpec`s, returns `RequestRecord`s, watches itself.
+
+One aiohttp session per load phase. Each request is timed on `time.perf_counter()`; every socket
+read is stamped as it is handed to us and fed to an `sse.StreamAccumulator` (no per-event work on
+the hot path). Failed, timed-out and truncated requests come back as records with `error` set;
+nothing is dropped.
+
+The client measures whether it was the bottleneck: a lag probe (how late a 5 ms sleep wakes up),
+the process CPU share over the phase, and the time-weighted number of requests in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import math
+import os
+import time
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import aiohttp
+import numpy as np
+from yarl import URL
+
+from harness.records import RequestRecord, RequestSpec
+from harness.sse import StreamAccumulator
+
+_LAG_PROBE_S = 0.005
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class ClientSettings:
+    base_url: str
+    timeout_s: float = 3600.0
+    connect_timeout_s: float = 30.0
+    api_key_env: str | None = None  # name of the environment variable holding the key
+    strict_sse: bool = False
+    # The client is a bottleneck when its estimated p99 timestamp error exceeds this...
+    max_stamp_err_ms: float = 1.0
+    # ...or when it used more than this share of a core.
+    max_cpu_share: float = 0.95
+
+
+@dataclass(slots=True)
+class ClientHealth:
+    """How the client itself behaved during a phase."""
+
+    lag_p50_ms: float = math.nan  # how late a 5 ms timer fired
+    lag_p99_ms: float = math.nan
+    lag_max_ms: float = math.nan
+    # Estimated timestamp error of a chunk arriving at a random instant (see stamp_error_quantile)
+    stamp_err_p99_ms: float = math.nan
+    stamp_err_p999_ms: float = math.nan
+    cpu_share: float = math.nan  # process CPU seconds / wall seconds
+    inflight_mean: float = math.nan  # time-weighted mean of requests in flight
+    bottleneck: bool = False
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PhaseResult:
+    records: list[RequestRecord]
+    start_ts: float  # perf_counter at the first send
+    end_ts: float  # perf_counter when the last request finished
+    start_wall: float  # time.time() at start_ts, to place the phase in calendar time
+    health: ClientHealth
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_ts - self.start_ts
+
+
+def _api_key(settings: ClientSettings) -> str | None:
+    if not settings.api_key_env:
+        return None
+    key = os.environ.get(settings.api_key_env)
+    if not key:
+        raise RuntimeError(
+            f"client.api_key_env names {settings.api_key_env!r} but that environment variable "
+            "is empty; export it before running (the key is never written to results)"
+        )
+    return key
+
+
+class StreamingClient:
+    """Use as `async with StreamingClient(settings) as c: await c.send(spec)`."""
+
+    def __init__(self, settings: ClientSettings) -> None:
+        self.settings = settings
+        self._base = settings.base_url.rstrip("/")
+        self._urls: dict[str, URL] = {}  # parsed once per path: yarl parsing costs ~20 us
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        key = _api_key(settings)
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._session: aiohttp.ClientSession | None = None
+        self.inflight = 0
+        self._inflight_area = 0.0
+        self._inflight_t = time.perf_counter()
+
+    async def __aenter__(self) -> StreamingClient:
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=None, enable_cleanup_closed=True)
+        timeout = aiohttp.ClientTimeout(
+            total=self.settings.timeout_s, sock_connect=self.settings.connect_timeout_s
+        )
+        # Stamp send time when the body is on the socket, not when we start building the
+        # request: aiohttp spends 0.3-0.5 ms per request before that on a slow core, which is
+        # client overhead, not server latency. `issue_ts` keeps the earlier stamp.
+        trace = aiohttp.TraceConfig()
+        trace.on_request_chunk_sent.append(_stamp_sent)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=timeout,
+            read_bufsize=1 << 20,
+            auto_decompress=False,
+            trace_configs=[trace],
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _track(self, delta: int) -> None:
+        now = time.perf_counter()
+        self._inflight_area += self.inflight * (now - self._inflight_t)
+        self._inflight_t = now
+        self.inflight += delta
+
+    def reset_inflight_area(self) -> None:
+        self._track(0)
+        self._inflight_area = 0.0
+
+    def inflight_area(self) -> float:
+        self._track(0)
+        return self._inflight_area
+
+    async def send(self, spec: RequestSpec) -> RequestRecord:
+        """Send one request and stream its reply. Never raises for server or network errors."""
+        assert self._session is not None, "use StreamingClient as an async context manager"
+        rec = RequestRecord(
+            request_id=spec.request_id,
+            phase=spec.phase,
+            expected_prompt_tokens=spec.expected_prompt_tokens,
+            max_tokens=spec.max_tokens,
+            tags=spec.tags,
+        )
+        acc = StreamAccumulator(strict=self.settings.strict_sse)
+        clock = time.perf_counter
+        self._track(+1)
+        rec.issue_ts = clock()
+        try:
+            url = self._urls.get(spec.path)
+            if url is None:
+                url = self._urls[spec.path] = URL(self._base + spec.path)
+            async with self._session.post(
+                url, data=spec.body, headers=self._headers, trace_request_ctx=rec
+            ) as resp:
+                if math.isnan(rec.send_ts):
+                    rec.send_ts = rec.issue_ts
+                rec.http_status = resp.status
+                if resp.status != 200:
+                    text = await resp.text(errors="replace")
+                    rec.error = f"HTTP {resp.status}: {text.strip()[:500]}"
+                    rec.end_ts = clock()
+                    return rec
+                content = resp.content
+                feed = acc.feed
+                while True:
+                    buf = await content.readany()
+                    if not buf:
+                        break
+                    feed(buf, clock())
+            acc.finish(rec, clock())
+        except TimeoutError:
+            acc.finish(rec, clock())
+            rec.error = f"timeout after {self.settings.timeout_s:g} s (client.timeout_s)"
+        except (aiohttp.ClientError, OSError) as exc:
+            acc.finish(rec, clock())
+            rec.error = f"{type(exc).__name__}: {exc}"[:500]
+        finally:
+            self._track(-1)
+            if math.isnan(rec.send_ts):
+                rec.send_ts = rec.issue_ts
+        return rec
+
+
+async def _stamp_sent(_: object, ctx: Any, __: object) -> None:
+    rec = ctx.trace_request_ctx
+    if isinstance(rec, RequestRecord):
+        rec.send_ts = time.perf_counter()
+
+
+class HealthProbe:
+    """Samples event-loop lag and CPU share while a phase runs."""
+
+    def __init__(self, client: StreamingClient) -> None:
+        self.client = client
+        self._lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+        self._cpu0 = 0.0
+        self._wall0 = 0.0
+
+    async def _probe(self) -> None:
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(_LAG_PROBE_S)
+            self._lags.append(time.perf_counter() - t - _LAG_PROBE_S)
+
+    def start(self) -> None:
+        self._cpu0 = time.process_time()
+        self._wall0 = time.perf_counter()
+        self.client.reset_inflight_area()
+        self._task = asyncio.create_task(self._probe())
+
+    async def stop(self) -> ClientHealth:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        wall = max(time.perf_counter() - self._wall0, 1e-9)
+        h = ClientHealth()
+        h.cpu_share = (time.process_time() - self._cpu0) / wall
+        h.inflight_mean = self.client.inflight_area() / wall
+        if self._lags:
+            lags_ms = np.asarray(self._lags) * 1000.0
+            h.lag_p50_ms = float(np.percentile(lags_ms, 50))
+            h.lag_p99_ms = float(np.percentile(lags_ms, 99))
+            h.lag_max_ms = float(lags_ms.max())
+            h.stamp_err_p99_ms = stamp_error_quantile(lags_ms, wall * 1000.0, 0.99)
+            h.stamp_err_p999_ms = stamp_error_quantile(lags_ms, wall * 1000.0, 0.999)
+        s = self.client.settings
+        if h.stamp_err_p99_ms > s.max_stamp_err_ms:
+            h.reasons.append(
+                f"client timestamp error p99 ~{h.stamp_err_p99_ms:.1f} ms "
+                f"> {s.max_stamp_err_ms:g} ms (event loop busy or descheduled)"
+            )
+        if h.cpu_share > s.max_cpu_share:
+            h.reasons.append(f"client CPU share {h.cpu_share:.2f} > {s.max_cpu_share:g}")
+        h.bottleneck = bool(h.reasons)
+        return h
+
+
+def stamp_error_quantile(lags_ms: np.ndarray, wall_ms: float, q: float) -> float:
+    """Estimated q-quantile of the delay between a chunk's arrival and its timestamp.
+
+    A timer that fires L ms late reveals a span of about L ms in which the loop could not run;
+    a chunk arriving inside that span waits between 0 and L ms. With chunks arriving at random
+    instants, P(delay > x) = sum(max(0, L_i - x)) / wall. Timer granularity makes every timer a
+    little late, so the median lateness is taken as the baseline and only the excess counts.
+    """
+    if lags_ms.size == 0 or wall_ms <= 0:
+        return math.nan
+    excess = np.clip(lags_ms - np.median(lags_ms), 0.0, None)
+    target = (1.0 - q) * wall_ms
+
+    def time_above(x: float) -> float:
+        return float(np.clip(excess - x, 0.0, None).sum())
+
+    if time_above(0.0) <= target:
+        return 0.0
+    lo, hi = 0.0, float(excess.max())
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if time_above(mid) > target else (lo, mid)
+    return hi
+
+
+async def run_closed_loop(
+    client: StreamingClient,
+    specs: Iterable[RequestSpec],
+    concurrency: int,
+    on_done: Callable[[RequestRecord], None] | None = None,
+) -> PhaseResult:
+    """Keep `concurrency` requests in flight until `specs` is exhausted (vLLM's semaphore loop)."""
+    it = iter(specs)
+    records: list[RequestRecord] = []
+    probe = HealthProbe(client)
+
+    async def worker() -> None:
+        for spec in it:  # the shared iterator hands each spec to exactly one worker
+            rec = await client.send(spec)
+            records.append(rec)
+            if on_done is not None:
+                on_done(rec)
+
+    probe.start()
+    start_wall = time.time()
+    start = time.perf_counter()
+    with gc_paused():
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    end = time.perf_counter()
+    health = await probe.stop()
+    if records:
+        start = min(r.send_ts for r in records)
+    return PhaseResult(records, start, end, start_wall, health)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while measuring: a full collection over thousands of
+    records stalls the loop for a millisecond or more, exactly when chunks are arriving. The
+    records hold no cycles; what aiohttp leaves is collected when the phase ends."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.collect()
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on uvloop where available: it roughly halves the per-read overhead."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)

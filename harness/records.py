@@ -1,0 +1,65 @@
+"""Typed records that cross module boundaries: what to send, and what happened to it.
+
+A `RequestSpec` is built by a workload (fixed-sequence or trace replay) and consumed by the
+client. A `RequestRecord` is what the client measured; metrics are pure functions of lists of
+them. Times are seconds on the client's monotonic clock (`time.perf_counter`, which on Linux is
+CLOCK_MONOTONIC and therefore comparable across processes on one host).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PHASE_WARMUP = "warmup"
+PHASE_MEASURED = "measured"
+PHASE_PROBE = "probe"  # one-token requests used to prime a server (agentic warmup)
+
+
+@dataclass(slots=True)
+class RequestSpec:
+    """One request to send. `body` is the encoded JSON payload, built before timing starts."""
+
+    request_id: str
+    path: str  # "/v1/completions" or "/v1/chat/completions"
+    body: bytes
+    expected_prompt_tokens: int
+    max_tokens: int
+    phase: str = PHASE_MEASURED
+    # Workload-specific identity (session, turn, lane...) copied onto the record unchanged.
+    tags: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """Everything the client saw of one request. Failed and truncated requests are kept."""
+
+    request_id: str
+    phase: str
+    expected_prompt_tokens: int
+    max_tokens: int
+    issue_ts: float = float("nan")  # the client started issuing the request
+    send_ts: float = float("nan")  # the request body was written to the socket
+    first_token_ts: float = float("nan")  # first chunk carrying content/reasoning/tool call
+    last_token_ts: float = float("nan")  # last chunk carrying content/reasoning/tool call
+    end_ts: float = float("nan")  # stream closed
+    chunk_ts: list[float] = field(default_factory=list)  # arrival of every content chunk
+    chunk_tokens: list[int] = field(default_factory=list)  # tokens per content chunk
+    chunk_tokens_exact: bool = False  # True when the server said how many tokens each chunk had
+    prompt_tokens: int = -1  # from the server's usage; -1 when the server sent none
+    completion_tokens: int = -1
+    cached_tokens: int = -1
+    http_status: int = 0
+    error: str = ""
+    finish_reason: str = ""
+    truncated: bool = False  # the stream ended without its terminator
+    tags: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.http_status == 200 and not self.error and not self.truncated
+
+    @property
+    def prompt_mismatch(self) -> bool:
+        """The server counted a different prompt length than the workload built."""
+        return self.prompt_tokens >= 0 and self.prompt_tokens != self.expected_prompt_tokens
