@@ -171,11 +171,16 @@ class StreamingClient:
                     return rec
                 content = resp.content
                 feed = acc.feed
-                while True:
-                    buf = await content.readany()
-                    if not buf:
-                        break
-                    feed(buf, clock())
+                if spec.keep_raw:
+                    rec.raw_reads = []
+                    raw = rec.raw_reads.append
+                    while buf := await content.readany():
+                        t = clock()
+                        raw((t, buf))
+                        feed(buf, t)
+                else:
+                    while buf := await content.readany():
+                        feed(buf, clock())
             acc.finish(rec, clock())
         except TimeoutError:
             acc.finish(rec, clock())

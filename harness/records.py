@@ -28,6 +28,7 @@ class RequestSpec:
     phase: str = PHASE_MEASURED
     # Workload-specific identity (session, turn, lane...) copied onto the record unchanged.
     tags: dict[str, Any] = field(default_factory=dict)
+    keep_raw: bool = False  # keep every (arrival time, bytes) read; for instrument checks only
 
 
 @dataclass(slots=True)
@@ -54,6 +55,7 @@ class RequestRecord:
     finish_reason: str = ""
     truncated: bool = False  # the stream ended without its terminator
     tags: dict[str, Any] = field(default_factory=dict)
+    raw_reads: list[tuple[float, bytes]] | None = None  # only when the spec asked (keep_raw)
 
     @property
     def ok(self) -> bool:

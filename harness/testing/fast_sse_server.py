@@ -175,12 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--events-per-tick", type=int, default=8)
     p.add_argument("--tick-ms", type=float, default=1.0)
     a = p.parse_args(argv)
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
+    # The stock loop on purpose: its transport.write sends at once, so the stamp in a write is
+    # its send time; uvloop holds writes until the end of the loop iteration.
     if hasattr(os, "sched_setaffinity") and os.environ.get("FAST_SSE_CPU"):
         os.sched_setaffinity(0, {int(os.environ["FAST_SSE_CPU"])})
     asyncio.run(serve(a.port, a.events_per_tick, a.tick_ms))

@@ -1,0 +1,111 @@
+"""How many streamed chunks per second one client process ingests, and how exact its stamps are.
+
+Load: `harness.testing.fast_sse_server`, a server that costs almost nothing, pinned to the other
+core. Client: the harness's own `StreamingClient` and closed loop, pinned to one core. For a
+sample of requests the client keeps every read; the server stamps the first event of every write
+with its send time (same CLOCK_MONOTONIC), so the timestamp error is measured, not estimated.
+
+Prints one row per concurrency: chunks/s, reads/s, client CPU share, mean requests in flight
+against the requested concurrency, and the timestamp error (client stamp - server send time).
+
+Run: python benchmarks/client_ingest.py [--seconds 8] [--concurrency 32 64 128 256]
+Reference points (one client core, measured by the project's authors): vllm bench serve ~205k
+chunks/s, SGLang's Python client ~115k, AIPerf ~28k, SGLang's Rust client ~747k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+
+import numpy as np
+import orjson
+
+from harness.client import ClientSettings, StreamingClient, run_async, run_closed_loop
+from harness.records import RequestSpec
+from harness.testing.spawn import spawn_server
+
+_STAMP = re.compile(rb'"t":([0-9.]+)')
+
+
+def _specs(n: int, max_tokens: int, sample_every: int) -> list[RequestSpec]:
+    body = orjson.dumps({"prompt": "x", "max_tokens": max_tokens, "stream": True})
+    return [
+        RequestSpec(f"r{i}", "/v1/completions", body, 1, max_tokens, keep_raw=i % sample_every == 0)
+        for i in range(n)
+    ]
+
+
+def _stamp_errors(records: list) -> np.ndarray:
+    """Client read time minus server send time, for every stamped write in the sampled reads."""
+    errs = []
+    for r in records:
+        for t, buf in r.raw_reads or ():
+            errs.extend(t - float(m.group(1)) for m in _STAMP.finditer(buf))
+    return np.asarray(errs) * 1000.0
+
+
+def run(concurrency: int, seconds: float, max_tokens: int, port: int) -> dict[str, float]:
+    n = 200_000  # more than enough; the loop stops on time
+    specs = _specs(n, max_tokens, sample_every=50)
+    deadline = time.perf_counter() + seconds
+
+    def timed():
+        for s in specs:
+            if time.perf_counter() > deadline:
+                return
+            yield s
+
+    async def go():
+        async with StreamingClient(ClientSettings(f"http://127.0.0.1:{port}")) as c:
+            return await run_closed_loop(c, timed(), concurrency)
+
+    phase = run_async(go())
+    chunks = sum(len(r.chunk_ts) for r in phase.records)
+    failed = sum(not r.ok for r in phase.records)
+    errs = _stamp_errors(phase.records)
+    h = phase.health
+    return {
+        "concurrency": concurrency,
+        "chunks_per_s": chunks / phase.duration_s,
+        "requests": len(phase.records),
+        "failed": failed,
+        "cpu_share": h.cpu_share,
+        "inflight_mean": h.inflight_mean,
+        "err_p50_ms": float(np.percentile(errs, 50)) if errs.size else float("nan"),
+        "err_p99_ms": float(np.percentile(errs, 99)) if errs.size else float("nan"),
+        "err_max_ms": float(errs.max()) if errs.size else float("nan"),
+        "est_p99_ms": h.stamp_err_p99_ms,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--seconds", type=float, default=8.0)
+    p.add_argument("--concurrency", type=int, nargs="+", default=[32, 64, 128, 256])
+    p.add_argument("--max-tokens", type=int, default=4000)
+    p.add_argument("--events-per-tick", type=int, default=48)
+    p.add_argument("--tick-ms", type=float, default=2.0)
+    a = p.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    server_env = {"FAST_SSE_CPU": str(cpus[-1])} if len(cpus) > 1 else {}
+    if len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[0]})
+    with spawn_server(
+        "harness.testing.fast_sse_server",
+        "--events-per-tick", str(a.events_per_tick), "--tick-ms", str(a.tick_ms),
+        env=server_env,
+    ) as port:
+        print(f"{'conc':>5} {'chunks/s':>10} {'reqs':>6} {'fail':>4} {'cpu':>5} {'inflight':>8} "
+              f"{'err p50':>8} {'err p99':>8} {'err max':>8} {'est p99':>8}  (ms)")
+        for c in a.concurrency:
+            r = run(c, a.seconds, a.max_tokens, port)
+            print(f"{c:>5} {r['chunks_per_s']:>10,.0f} {r['requests']:>6} {r['failed']:>4} "
+                  f"{r['cpu_share']:>5.2f} {r['inflight_mean']:>8.1f} {r['err_p50_ms']:>8.3f} "
+                  f"{r['err_p99_ms']:>8.3f} {r['err_max_ms']:>8.3f} {r['est_p99_ms']:>8.3f}")
+
+
+if __name__ == "__main__":
+    main()
