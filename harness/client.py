@@ -38,6 +38,7 @@ class ClientSettings:
     timeout_s: float = 3600.0
     connect_timeout_s: float = 30.0
     api_key_env: str | None = None  # name of the environment variable holding the key
+    keep_alive: bool = True  # False: a new connection per request (servers that close anyway)
     strict_sse: bool = False
     # The client is a bottleneck when its estimated p99 timestamp error exceeds this...
     max_stamp_err_ms: float = 1.0
@@ -103,7 +104,9 @@ class StreamingClient:
         self._inflight_t = time.perf_counter()
 
     async def __aenter__(self) -> StreamingClient:
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=None, enable_cleanup_closed=True)
+        connector = aiohttp.TCPConnector(
+            limit=0, ttl_dns_cache=None, force_close=not self.settings.keep_alive
+        )
         timeout = aiohttp.ClientTimeout(
             total=self.settings.timeout_s, sock_connect=self.settings.connect_timeout_s
         )
@@ -112,6 +115,7 @@ class StreamingClient:
         # client overhead, not server latency. `issue_ts` keeps the earlier stamp.
         trace = aiohttp.TraceConfig()
         trace.on_request_chunk_sent.append(_stamp_sent)
+        trace.on_connection_reuseconn.append(_mark_reused)
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=timeout,
@@ -141,15 +145,29 @@ class StreamingClient:
         return self._inflight_area
 
     async def send(self, spec: RequestSpec) -> RequestRecord:
-        """Send one request and stream its reply. Never raises for server or network errors."""
+        """Send one request and stream its reply. Never raises for server or network errors.
+
+        A pooled keep-alive connection the server already closed fails before any response
+        (the server never saw the request): that, and only that, is retried once on a fresh
+        connection, with fresh timestamps, and counted in `retries`.
+        """
+        attempt = await self._send_once(spec)
+        if attempt.stale_reuse:
+            retried = await self._send_once(spec)
+            retried.rec.retries = 1
+            return retried.rec
+        return attempt.rec
+
+    async def _send_once(self, spec: RequestSpec) -> _Attempt:
         assert self._session is not None, "use StreamingClient as an async context manager"
         rec = RequestRecord(
             request_id=spec.request_id,
             phase=spec.phase,
             expected_prompt_tokens=spec.expected_prompt_tokens,
             max_tokens=spec.max_tokens,
-            tags=spec.tags,
+            tags=dict(spec.tags),
         )
+        attempt = _Attempt(rec)
         acc = StreamAccumulator(strict=self.settings.strict_sse)
         clock = time.perf_counter
         self._track(+1)
@@ -159,7 +177,7 @@ class StreamingClient:
             if url is None:
                 url = self._urls[spec.path] = URL(self._base + spec.path)
             async with self._session.post(
-                url, data=spec.body, headers=self._headers, trace_request_ctx=rec
+                url, data=spec.body, headers=self._headers, trace_request_ctx=attempt
             ) as resp:
                 if math.isnan(rec.send_ts):
                     rec.send_ts = rec.issue_ts
@@ -168,7 +186,7 @@ class StreamingClient:
                     text = await resp.text(errors="replace")
                     rec.error = f"HTTP {resp.status}: {text.strip()[:500]}"
                     rec.end_ts = clock()
-                    return rec
+                    return attempt
                 content = resp.content
                 feed = acc.feed
                 if spec.keep_raw:
@@ -188,17 +206,37 @@ class StreamingClient:
         except (aiohttp.ClientError, OSError) as exc:
             acc.finish(rec, clock())
             rec.error = f"{type(exc).__name__}: {exc}"[:500]
+            attempt.stale_reuse = (
+                rec.http_status == 0
+                and attempt.reused
+                and isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
+            )
         finally:
             self._track(-1)
             if math.isnan(rec.send_ts):
                 rec.send_ts = rec.issue_ts
-        return rec
+        return attempt
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One try at a request, the context aiohttp's trace hooks write into."""
+
+    rec: RequestRecord
+    reused: bool = False  # went out on a pooled keep-alive connection
+    stale_reuse: bool = False  # ...which the server had closed: nothing reached it
+
+
+async def _mark_reused(_: object, ctx: Any, __: object) -> None:
+    attempt = ctx.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.reused = True
 
 
 async def _stamp_sent(_: object, ctx: Any, __: object) -> None:
-    rec = ctx.trace_request_ctx
-    if isinstance(rec, RequestRecord):
-        rec.send_ts = time.perf_counter()
+    attempt = ctx.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.rec.send_ts = time.perf_counter()
 
 
 class HealthProbe:

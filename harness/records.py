@@ -54,6 +54,7 @@ class RequestRecord:
     error: str = ""
     finish_reason: str = ""
     truncated: bool = False  # the stream ended without its terminator
+    retries: int = 0  # resends after a stale pooled connection (nothing reached the server)
     tags: dict[str, Any] = field(default_factory=dict)
     raw_reads: list[tuple[float, bytes]] | None = None  # only when the spec asked (keep_raw)
 

@@ -1,0 +1,31 @@
+"""Configuration errors that name the file, the key and the fix."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class ConfigError(Exception):
+    """Bad input, found before anything expensive starts.
+
+    `where` is the file (or command-line override) the value came from, `key` its dotted path,
+    `problem` what is wrong, `fix` what to do about it.
+    """
+
+    def __init__(self, where: str, key: str, problem: str, fix: str) -> None:
+        self.where, self.key, self.problem, self.fix = where, key, problem, fix
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return (
+            f"config error in {self.where}\n"
+            f"  key:     {self.key}\n"
+            f"  problem: {self.problem}\n"
+            f"  fix:     {self.fix}"
+        )
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

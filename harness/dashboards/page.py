@@ -1,0 +1,163 @@
+"""The dashboard page: one self-contained offline HTML file (plotly.js inside, data inside).
+
+Points from any number of run directories become a JSON payload embedded in the page; the
+page's script (dashboard.js) draws throughput per GPU against interactivity (or the chosen
+axes), one series per identity, the Pareto frontier of each as a monotone curve.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from harness.curves import PRICE_TIERS, series_key, series_label, with_costs
+from harness.results import atomic_write, read_points
+
+X_AXES = [
+    {"key": "median_intvty", "label": "Interactivity, median (tok/s/user)", "better": "higher"},
+    {"key": "p90_intvty", "label": "Interactivity, p90 TPOT (tok/s/user)", "better": "higher"},
+    {"key": "p99_intvty", "label": "Interactivity, p99 TPOT (tok/s/user)", "better": "higher"},
+    {"key": "p90_e2e_intvty", "label": "E2E-normalized interactivity P90 (tok/s/user)",
+     "better": "higher"},
+    {"key": "p75_e2e_intvty", "label": "E2E-normalized interactivity P75 (tok/s/user)",
+     "better": "higher"},
+    {"key": "median_e2el", "label": "End-to-end latency, median (s)", "better": "lower"},
+    {"key": "median_ttft", "label": "TTFT, median (s)", "better": "lower"},
+    {"key": "p99_ttft", "label": "TTFT, p99 (s)", "better": "lower"},
+]
+Y_AXES = [
+    {"key": "tput_per_gpu", "label": "Throughput per GPU, total (tok/s/GPU)", "better": "higher"},
+    {"key": "output_tput_per_gpu", "label": "Throughput per GPU, output (tok/s/GPU)",
+     "better": "higher"},
+    {"key": "input_tput_per_gpu", "label": "Throughput per GPU, input (tok/s/GPU)",
+     "better": "higher"},
+    *[{"key": f"cost_per_mtok_{t}", "label": f"$ per million tokens ({t.replace('_', ' ')})",
+       "better": "lower"} for t in PRICE_TIERS],
+    *[{"key": f"tok_per_dollar_{t}", "label": f"Tokens per $ ({t.replace('_', ' ')})",
+       "better": "higher"} for t in PRICE_TIERS],
+    {"key": "tok_s_per_mw", "label": "Tokens/s per MW (all-in power)", "better": "higher"},
+    {"key": "j_per_tok", "label": "Joules per token (all-in power)", "better": "lower"},
+]
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#bcbd22", "#7f7f7f"]
+_NUMERIC = {a["key"] for a in X_AXES + Y_AXES}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def hover_lines(p: dict[str, Any]) -> list[str]:
+    """Everything that identifies a point, one line each (escaped by the page)."""
+    lines = [
+        series_label(series_key(p)),
+        f"concurrency {p.get('conc')} · {p.get('scenario')} (ISL {p.get('isl')}, "
+        f"OSL {p.get('osl')})",
+        f"TP {p.get('tp')} · EP {p.get('ep')} · DP-attention {p.get('dp_attention')} · "
+        f"PP {p.get('pp')} · {p.get('gpus')} GPU(s)",
+    ]
+    spec = p.get("spec_method") or "none"
+    if spec != "none":
+        al = (f"AL requested {_fmt(p.get('spec_acceptance_length'))} "
+              f"({p.get('spec_acceptance_source') or p.get('spec_acceptance_mode')}), "
+              f"realised {_fmt(p.get('spec_realised_al'))}")
+        lines.append(f"speculator {spec} k={p.get('spec_k')} · {al}")
+    lines += [
+        f"engine {p.get('engine_version') or p.get('engine_image') or p.get('engine')}",
+        f"interactivity p50 {_fmt(p.get('median_intvty'))} tok/s/user · "
+        f"{_fmt(p.get('tput_per_gpu'))} tok/s/GPU",
+        f"run {p.get('run_id')} · {p.get('date')}" + ("" if p.get("valid") else " · INVALID"),
+    ]
+    return lines
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def payload_points(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for p in with_costs(points):
+        p = dict(p)
+        p["date"] = str(p.get("date") or p.get("started_at") or "")[:10]
+        p["series"] = series_label(series_key(p))
+        p["hover"] = hover_lines(p)
+        keep = {k: _clean(p.get(k)) for k in _NUMERIC}
+        for k in ("point_id", "run_id", "model", "precision", "chip", "engine", "spec_method",
+                  "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover"):
+            keep[k] = _clean(p.get(k))
+        out.append(keep)
+    return out
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside <script>: no '</' or '<!--' can end the element early."""
+    text = json.dumps(obj, allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_page(points: Sequence[dict[str, Any]], title: str) -> str:
+    from plotly.offline import get_plotlyjs
+
+    pts = payload_points(points)
+    agentic = any(p.get("scenario_kind") == "agentic" for p in pts)
+    data = {
+        "title": title,
+        "points": pts,
+        "x_axes": X_AXES,
+        "y_axes": Y_AXES,
+        "default_x": "p90_e2e_intvty" if agentic and all(
+            p.get("scenario_kind") == "agentic" for p in pts) else "median_intvty",
+        "default_y": "tput_per_gpu",
+        "palette": PALETTE,
+    }
+    js = resources.files("harness.dashboards").joinpath("dashboard.js").read_text()
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 16px; color: #222; }}
+#controls, #filters {{ display: flex; flex-wrap: wrap; gap: 8px; align-items: center;
+  margin-bottom: 8px; }}
+fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
+#chart {{ width: 100%; height: 680px; }}
+#count {{ color: #666; font-size: 90%; }}
+</style></head>
+<body>
+<h1>{html.escape(title)}</h1>
+<div id="controls"></div>
+<div id="filters"></div>
+<div id="count"></div>
+<div id="chart"></div>
+<script type="application/json" id="harness-data">{_script_json(data)}</script>
+<script>{get_plotlyjs()}</script>
+<script>{js}</script>
+</body></html>
+"""
+
+
+def load_points(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
+    points: list[dict[str, Any]] = []
+    for d in run_dirs:
+        d = Path(d)
+        if not (d / "points.jsonl").is_file():
+            raise FileNotFoundError(
+                f"{d}: no points.jsonl here (is it a run directory, results/<run_id>?)"
+            )
+        points.extend(read_points(d))
+    return points
+
+
+def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str) -> Path:
+    points = load_points(run_dirs)
+    atomic_write(Path(out), render_page(points, title).encode())
+    return Path(out)

@@ -1,0 +1,62 @@
+"""The embedded engine: llama.cpp's server (PyPI `xllamacpp`) on the CPU."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from harness.engines.base import EngineAdapter, EngineConfigError, LaunchPlan, SpecCounterNames
+from harness.weights import gguf_path
+
+
+class LlamaCppAdapter(EngineAdapter):
+    kind = "llamacpp"
+    keep_alive = False  # its HTTP server closes the connection after every streamed reply
+    prefix_cache_counters = None  # llama.cpp reports cached tokens per request in usage
+    spec_counters = SpecCounterNames(
+        drafts="llamacpp:spec_decode_num_drafts_total",
+        draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
+        accepted="llamacpp:spec_decode_num_accepted_tokens_total",
+    )
+
+    def check(self) -> None:
+        spec = self.sc.speculator
+        if spec.method == "draft_model" and not spec.draft_model:
+            raise EngineConfigError(
+                "speculator=draft_model needs speculator.draft_model (a GGUF path) for llama.cpp"
+            )
+        gguf_path(self.sc.model)  # fails early with an install hint if the weights are missing
+
+    def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
+        spec = self.sc.speculator
+        per_slot = self.context_per_request()
+        cfg: dict[str, Any] = {
+            "model_path": str(gguf_path(self.sc.model)),
+            "alias": self.served_model_name,
+            "port": port,
+            "n_parallel": max_concurrency,
+            # n_ctx is shared by all slots: size every slot for the scenario's longest request.
+            "n_ctx": per_slot * max_concurrency,
+            "threads": self.sc.engine.threads,
+        }
+        if spec.method != "none":
+            cfg["speculative"] = {
+                "method": spec.method,
+                "k": spec.k,
+                "ngram_max": spec.ngram_max,
+                "draft_path": spec.draft_model,
+            }
+        argv = [sys.executable, "-m", "harness.engines.llamacpp_server", json.dumps(cfg)]
+        return LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port,
+                          ready_paths=("/health", "/v1/models"))
+
+    def request_extras(self) -> dict[str, Any]:
+        # Fixed-sequence prompts are random: no prefix reuse, as InferenceX runs them.
+        return {"cache_prompt": False} if self.sc.scenario.kind == "fixed" else {}
+
+    def version(self, server_info: dict[str, Any]) -> str:
+        import xllamacpp
+
+        build = server_info.get("build_info") or xllamacpp.BUILD_INFO.get("commit", "")
+        return f"xllamacpp {xllamacpp.__version__} (llama.cpp {build})"

@@ -1,0 +1,163 @@
+"""The lifecycle every launched engine shares: free port, child process in its own process
+group, readiness, a kept log, and a stop that never leaves a server running."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from harness.engines.base import LaunchPlan
+
+_LOG_TAIL_LINES = 40
+
+
+class EngineStartError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, headers={"Accept": "*/*"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, b""
+    except (urllib.error.URLError, OSError, TimeoutError):
+        return 0, b""
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the harness dies, even by SIGKILL (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class ServerProcess:
+    """One engine server as a child process. Use as a context manager."""
+
+    def __init__(self, plan: LaunchPlan, workdir: Path, log_path: Path) -> None:
+        self.plan = plan
+        self.workdir = workdir
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.base_url = f"http://127.0.0.1:{plan.port}"
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        for name, content in self.plan.files.items():
+            (self.workdir / name).write_text(content)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until stop()
+        log.write(f"# argv: {self.plan.argv}\n".encode())
+        log.flush()
+        env = {**os.environ, **self.plan.env}
+        try:
+            self.proc = subprocess.Popen(
+                self.plan.argv,
+                cwd=self.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stop() takes all of it
+                preexec_fn=_die_with_parent,
+            )
+        except OSError as e:
+            raise EngineStartError(f"could not start {self.plan.argv[0]!r}: {e}") from e
+        finally:
+            log.close()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Poll the readiness paths until each answers 200; fail fast if the child exits."""
+        deadline = time.monotonic() + timeout_s
+        pending = list(self.plan.ready_paths)
+        while pending:
+            if not self.alive():
+                rc = self.proc.returncode if self.proc else None
+                raise EngineStartError(
+                    f"the engine exited with code {rc} before it was ready.\n"
+                    f"--- last lines of {self.log_path} ---\n{log_tail(self.log_path)}"
+                )
+            status, _ = _get(self.base_url + pending[0], timeout=2.0)
+            if status == 200:
+                pending.pop(0)
+                continue
+            if time.monotonic() > deadline:
+                self.stop()
+                raise EngineStartError(
+                    f"the engine did not answer {pending[0]} within {timeout_s:g} s "
+                    f"(engine.startup_timeout_s).\n--- last lines of {self.log_path} ---\n"
+                    f"{log_tail(self.log_path)}"
+                )
+            time.sleep(0.25)
+
+    def stop(self, grace_s: float = 15.0) -> None:
+        """SIGTERM the whole process group, then SIGKILL what is left."""
+        p = self.proc
+        if p is None:
+            return
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        # Children that outlived the leader (same group) go too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL)
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def get_json(url: str, timeout: float = 5.0) -> dict:
+    import json
+
+    status, body = _get(url, timeout)
+    if status != 200:
+        return {}
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return {}
+    return obj if isinstance(obj, dict) else {"value": obj}
+
+
+def get_text(url: str, timeout: float = 10.0) -> str | None:
+    status, body = _get(url, timeout)
+    return body.decode(errors="replace") if status == 200 else None

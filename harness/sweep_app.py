@@ -1,0 +1,66 @@
+"""`harness sweep`: the Hydra application. One Hydra job = one recipe on one engine launch."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from harness.config.errors import ConfigError
+from harness.config.validate import Locator, repo_root, to_sweep_config
+from harness.engines.base import EngineConfigError
+from harness.engines.process import EngineStartError
+from harness.results import RunDir
+from harness.weights import WeightsNotFound
+
+log = logging.getLogger("harness")
+
+
+def _latest_link(results_dir: str, run_id: str) -> None:
+    link = os.path.join(results_dir, "latest")
+    tmp = f"{link}.{os.getpid()}.tmp"
+    try:
+        os.symlink(run_id, tmp)
+        os.replace(tmp, link)
+    except OSError:
+        pass
+
+
+@hydra.main(version_base=None, config_path=str(repo_root() / "recipes"), config_name="sweep")
+def sweep(cfg: DictConfig) -> None:
+    from harness.runner import run_job
+
+    hc = HydraConfig.get()
+    where = Locator(dict(hc.runtime.choices), list(hc.overrides.task))
+    try:
+        sc = to_sweep_config(cfg, where)
+    except ConfigError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    run = RunDir.open(sc.results_dir, sc.run_id)
+    job = f"job{hc.job.num}" if hc.mode and hc.mode.name == "MULTIRUN" else "job0"
+    run.write_provenance(repo_root(), sys.argv)
+    run.write_config(job, OmegaConf.to_yaml(cfg, resolve=True))
+    _latest_link(sc.results_dir, sc.run_id)
+    print(f"run directory: {run.root}", flush=True)
+    try:
+        run_job(sc, run, job, repo_root())
+    except (EngineConfigError, WeightsNotFound) as e:
+        print(f"harness: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except EngineStartError as e:
+        print(f"harness: engine failed to start: {e}", file=sys.stderr)
+        raise SystemExit(3) from None
+    print(f"results: {run.root}", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    """Run the Hydra app with argv (the arguments after `harness sweep`)."""
+    # scenarios/ sits beside recipes/ (the primary config's directory): add the repo root.
+    searchpath = f"hydra.searchpath=[file://{repo_root()}]"
+    sys.argv = ["harness sweep", *argv, searchpath]
+    sweep()

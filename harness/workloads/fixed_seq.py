@@ -1,0 +1,164 @@
+"""Fixed-sequence workload with InferenceX's semantics (methodology.md §2).
+
+Per point at concurrency C: 10*C measured and 2*C warmup requests, each with ISL and OSL drawn
+uniformly from [ratio*L, L]; prompts are random token ids made exact for the model's tokenizer
+(decode -> re-encode until the length holds), `ignore_eos` with `max_tokens` = OSL. The
+server's `usage.prompt_tokens` is recorded against the built length and mismatches flagged.
+
+With `chat_template` the random text becomes the user turn of the model's chat template and the
+templated prompt has exactly ISL tokens (speculative points: raw random tokens inflate
+acceptance, methodology §2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from harness.config.schema import ScenarioConfig
+from harness.records import PHASE_MEASURED, PHASE_WARMUP, RequestSpec
+
+_MAX_ROUNDS = 16
+
+
+class PromptLengthError(RuntimeError):
+    pass
+
+
+@dataclass
+class PromptBuilder:
+    """Builds prompts of an exact token count for one tokenizer and one request format."""
+
+    tokenizer: Any
+    api: str  # completions | chat
+    chat_template: bool
+    vocab: np.ndarray  # token ids random prompts are drawn from (no special tokens)
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer: Any, api: str, chat_template: bool) -> PromptBuilder:
+        special = set(tokenizer.all_special_ids)
+        vocab = np.array([i for i in range(len(tokenizer)) if i not in special], dtype=np.int64)
+        return cls(tokenizer, api, chat_template or api == "chat", vocab)
+
+    def _random_text(self, rng: np.random.Generator, n: int) -> str:
+        """Text that re-encodes to exactly n tokens (no special tokens added)."""
+        tok = self.tokenizer
+        ids = rng.choice(self.vocab, size=max(n, 0)).tolist()
+        for _ in range(_MAX_ROUNDS):
+            text = tok.decode(ids)
+            back = tok.encode(text, add_special_tokens=False)
+            if len(back) == n:
+                return text
+            if len(back) > n:
+                ids = back[:n]
+            else:
+                ids = back + rng.choice(self.vocab, size=n - len(back)).tolist()
+        return tok.decode(ids)
+
+    def messages(self, text: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": text}]
+
+    def render(self, text: str) -> str:
+        """What the server tokenizes for a completions request."""
+        if not self.chat_template:
+            return text
+        return self.tokenizer.apply_chat_template(
+            self.messages(text), tokenize=False, add_generation_prompt=True
+        )
+
+    def count(self, text: str) -> int:
+        """Prompt tokens the server will count for this content."""
+        tok = self.tokenizer
+        if self.api == "chat":
+            ids = tok.apply_chat_template(
+                self.messages(text), tokenize=True, add_generation_prompt=True
+            )
+            if isinstance(ids, dict) or hasattr(ids, "keys"):
+                ids = ids["input_ids"]
+            return len(ids)
+        return len(tok(self.render(text))["input_ids"])
+
+    def build(self, rng: np.random.Generator, isl: int) -> tuple[str, int]:
+        """Content whose full prompt is exactly `isl` tokens, and that count."""
+        overhead = self.count("")
+        want = isl - overhead
+        if want < 1:
+            raise PromptLengthError(f"ISL {isl} is shorter than the prompt format ({overhead})")
+        for _ in range(_MAX_ROUNDS):
+            text = self._random_text(rng, want)
+            got = self.count(text)
+            if got == isl:
+                return text, got
+            want += isl - got
+        return text, got  # the closest we got; the mismatch is recorded per request
+
+
+def draw_lengths(rng: np.random.Generator, length: int, ratio: float, n: int) -> np.ndarray:
+    """n lengths uniform in [floor(ratio*length), length] (InferenceX --random-range-ratio)."""
+    lo = max(1, int(length * ratio))
+    return rng.integers(lo, length + 1, size=n)
+
+
+@dataclass
+class FixedPointRequests:
+    warmup: list[RequestSpec]
+    measured: list[RequestSpec]
+
+
+def build_fixed_point(
+    scenario: ScenarioConfig,
+    concurrency: int,
+    builder: PromptBuilder,
+    rng: np.random.Generator,
+    body_base: dict[str, Any],
+    id_prefix: str,
+    progress: Callable[[int], None] | None = None,
+) -> FixedPointRequests:
+    """All requests of one point, encoded before any timing starts."""
+    n_warm = scenario.warmup_per_conc * concurrency
+    n_meas = scenario.requests_per_conc * concurrency
+    n = n_warm + n_meas
+    isls = draw_lengths(rng, scenario.isl, scenario.range_ratio, n)
+    osls = draw_lengths(rng, scenario.osl, scenario.range_ratio, n)
+    path = "/v1/chat/completions" if builder.api == "chat" else "/v1/completions"
+    specs: list[RequestSpec] = []
+    for i in range(n):
+        text, expected = builder.build(rng, int(isls[i]))
+        body = dict(body_base)
+        if builder.api == "chat":
+            body["messages"] = builder.messages(text)
+        else:
+            body["prompt"] = builder.render(text)
+        body["max_tokens"] = int(osls[i])
+        phase = PHASE_WARMUP if i < n_warm else PHASE_MEASURED
+        specs.append(
+            RequestSpec(
+                request_id=f"{id_prefix}-{phase[0]}{i}",
+                path=path,
+                body=orjson.dumps(body),
+                expected_prompt_tokens=expected,
+                max_tokens=int(osls[i]),
+                phase=phase,
+                tags={"target_isl": int(isls[i])},
+            )
+        )
+        if progress is not None:
+            progress(1)
+    return FixedPointRequests(specs[:n_warm], specs[n_warm:])
+
+
+def stream_body(model_name: str, sampling: dict[str, Any], extras: dict[str, Any]) -> dict:
+    """Fields every streamed request carries (OpenAI-compatible, plus `ignore_eos`)."""
+    body: dict[str, Any] = {
+        "model": model_name,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+    }
+    body.update(sampling)
+    body.update(extras)
+    return body
