@@ -28,8 +28,11 @@ class Locator:
         self.overrides = list(overrides)
 
     def __call__(self, key: str) -> str:
+        groups = set(GROUP_OF_NODE.values())
         for ov in self.overrides:
             name = ov.lstrip("+~").split("=", 1)[0]
+            if name in groups:
+                continue  # `model=x` chooses a file; the values still come from that file
             if name == key or key.startswith(name + "."):
                 return f"the command-line override '{ov}'"
         node = key.split(".", 1)[0]

@@ -12,6 +12,7 @@ acceptance, methodology §2).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -143,7 +144,8 @@ def build_fixed_point(
                 expected_prompt_tokens=expected,
                 max_tokens=int(osls[i]),
                 phase=phase,
-                tags={"target_isl": int(isls[i])},
+                tags={"target_isl": int(isls[i]),
+                      "prompt_sha1": hashlib.sha1(text.encode()).hexdigest()[:16]},
             )
         )
         if progress is not None:

@@ -1,0 +1,115 @@
+"""Bad configs fail with the file, the key and the fix, before any server starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import open_dict
+
+from harness.config.errors import ConfigError
+from harness.config.groups import check_group_choices
+from harness.config.validate import Locator, repo_root, to_sweep_config
+
+RECIPES = str(repo_root() / "recipes")
+
+
+def _compose(overrides: list[str]):
+    GlobalHydra.instance().clear()
+    search = f"hydra.searchpath=[file://{repo_root()}]"
+    with initialize_config_dir(config_dir=RECIPES, version_base=None):
+        cfg = compose("sweep", overrides=[*overrides, "run_id=t", search],
+                      return_hydra_config=True)
+    choices = dict(cfg.hydra.runtime.choices)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg, Locator(choices, overrides)
+
+
+def _error(overrides: list[str]) -> ConfigError:
+    cfg, where = _compose(overrides)
+    with pytest.raises(ConfigError) as ei:
+        to_sweep_config(cfg, where)
+    return ei.value
+
+
+def test_default_config_is_valid() -> None:
+    cfg, where = _compose([])
+    sc = to_sweep_config(cfg, where)
+    assert sc.engine.kind == "llamacpp" and sc.scenario.kind == "fixed"
+    assert sc.concurrency == [1, 2, 4, 8]
+
+
+def test_misspelt_key_names_the_file_the_key_and_the_right_spelling() -> None:
+    e = _error(["+model.context_lenght=9"])
+    assert e.key == "model.context_lenght"
+    assert "context_length" in e.fix
+    assert "command-line override" in e.where
+
+
+def test_misspelt_key_in_a_recipe_file_names_that_file(tmp_path) -> None:
+    bad = repo_root() / "recipes" / "model" / "_test_bad.yaml"
+    bad.write_text((repo_root() / "recipes/model/smollm2-135m.yaml").read_text()
+                   + "contxt_length: 5\n")
+    try:
+        e = _error(["model=_test_bad"])
+    finally:
+        bad.unlink()
+    assert e.where == "recipes/model/_test_bad.yaml"
+    assert e.key == "model.contxt_length" and "context_length" in e.fix
+
+
+def test_wrong_type() -> None:
+    e = _error(["scenario.isl=lots"])
+    assert e.key == "scenario.isl"
+    assert "int" in e.fix and "lots" in e.problem
+
+
+def test_unknown_choice_lists_the_options() -> None:
+    with pytest.raises(ConfigError) as ei:
+        check_group_choices(["engine=llamacp"])
+    e = ei.value
+    assert e.key == "engine" and "recipes/engine/llamacp.yaml" in e.problem
+    assert "'llamacpp'" in e.fix and "endpoint" in e.fix
+
+
+def test_context_overflow_is_an_impossible_combination() -> None:
+    e = _error(["scenarios=fixed-8k1k"])
+    assert e.key == "scenario.isl" and e.where == "scenarios/fixed-8k1k.yaml"
+    assert "8192" in e.problem and "fixed-1k128" in e.fix
+
+
+def test_speculator_the_engine_cannot_run() -> None:
+    e = _error(["speculator=mtp"])
+    assert e.key == "speculator.method" and e.where == "recipes/speculator/mtp.yaml"
+    assert "ngram" in e.fix
+
+
+def test_topology_the_embedded_engine_cannot_serve() -> None:
+    e = _error(["topology.tp=2"])
+    assert e.key == "topology.tp" and "tp=1" in e.fix
+
+
+def test_endpoint_needs_a_url() -> None:
+    e = _error(["engine=endpoint"])
+    assert e.key == "engine.url" and "engine.url=" in e.fix
+
+
+def test_empty_concurrency() -> None:
+    e = _error(["concurrency=[]"])
+    assert e.key == "concurrency"
+
+
+def test_cli_exits_2_with_the_message_before_starting_anything(tmp_path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "sweep", "scenarios=fixed-8k1k",
+         f"results_dir={tmp_path}"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "config error in scenarios/fixed-8k1k.yaml" in r.stderr
+    assert "key:     scenario.isl" in r.stderr
+    assert not list(tmp_path.glob("*/servers/*.log"))  # no engine was started

@@ -1,0 +1,78 @@
+"""Metric formulas on hand-built records (methodology.md §3)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from harness.metrics import GpuCount, point_metrics, throughput
+from harness.records import RequestRecord
+
+
+def _rec(send: float, chunks: list[float], completion: int, prompt: int = 100,
+         error: str = "") -> RequestRecord:
+    r = RequestRecord("r", "measured", prompt, completion)
+    r.send_ts, r.http_status, r.error = send, 200, error
+    r.chunk_ts = chunks
+    r.chunk_tokens = [1] * len(chunks)
+    if chunks:
+        r.first_token_ts, r.last_token_ts = chunks[0], chunks[-1]
+    r.prompt_tokens, r.completion_tokens = prompt, completion
+    return r
+
+
+def test_tpot_is_token_normalised_from_usage_not_chunks() -> None:
+    # 3 chunks carrying 9 tokens (speculative decoding): TPOT = (E2EL - TTFT) / (9 - 1).
+    r = _rec(0.0, [0.1, 0.5, 0.9], completion=9)
+    m = point_metrics([r], duration_s=1.0, gpus=GpuCount(1))
+    assert m["median_ttft"] == pytest.approx(0.1)
+    assert m["median_e2el"] == pytest.approx(0.9)
+    assert m["median_tpot"] == pytest.approx(0.8 / 8)
+    assert m["median_itl"] == pytest.approx(0.4)  # per chunk, kept separately
+    assert m["median_intvty"] == pytest.approx(10.0)
+
+
+def test_interactivity_is_one_over_the_tpot_statistic_not_a_percentile_of_rates() -> None:
+    rng = np.random.default_rng(0)
+    recs = []
+    for i in range(200):
+        tpot = float(rng.uniform(0.01, 0.1))
+        recs.append(_rec(float(i), [i + 0.2 + k * tpot for k in range(11)], completion=11))
+    m = point_metrics(recs, duration_s=200.0, gpus=GpuCount(1))
+    tpots = np.array([(r.last_token_ts - r.first_token_ts) / 10 for r in recs])
+    assert m["p99_intvty"] == pytest.approx(1 / np.percentile(tpots, 99))
+    assert m["p99_intvty"] != pytest.approx(np.percentile(1 / tpots, 99), rel=0.01)
+    assert m["p90_tpot"] == pytest.approx(np.percentile(tpots, 90))
+    assert m["std_tpot"] == pytest.approx(tpots.std())
+
+
+def test_failed_requests_are_counted_not_measured() -> None:
+    ok = _rec(0.0, [0.1, 0.2], completion=2)
+    bad = _rec(0.0, [0.5], completion=1, error="HTTP 500")
+    m = point_metrics([ok, bad], duration_s=1.0, gpus=GpuCount(2))
+    assert (m["num_requests"], m["num_completed"], m["num_failed"]) == (2, 1, 1)
+    assert m["total_output_tokens"] == 2
+    assert m["output_tput_per_gpu"] == pytest.approx(1.0)
+    assert m["tput_per_gpu"] == pytest.approx(51.0)
+
+
+def test_disaggregated_throughput_per_pool() -> None:
+    t = throughput(in_tok=8000, out_tok=1000, n_done=10, duration_s=10.0,
+                   gpus=GpuCount(total=12, prefill=4, decode=8))
+    assert t["tput_per_gpu"] == pytest.approx(900 / 12)
+    assert t["input_tput_per_gpu"] == pytest.approx(800 / 4)
+    assert t["output_tput_per_gpu"] == pytest.approx(100 / 8)
+
+
+def test_e2e_normalised_interactivity() -> None:
+    recs = [_rec(0.0, [0.1 * (k + 1) for k in range(n)], completion=n) for n in (5, 10, 20)]
+    m = point_metrics(recs, duration_s=3.0, gpus=GpuCount(1))
+    ratios = [0.5 / 5, 1.0 / 10, 2.0 / 20]
+    assert m["p90_e2e_intvty"] == pytest.approx(1 / np.percentile(ratios, 90))
+
+
+def test_single_token_requests_have_no_tpot() -> None:
+    m = point_metrics([_rec(0.0, [0.1], completion=1)], duration_s=1.0, gpus=GpuCount(1))
+    assert math.isnan(m["median_tpot"]) and math.isnan(m["median_intvty"])
