@@ -38,7 +38,7 @@ def test_lower_is_better_axes() -> None:
 
 def test_monotone_curve_does_not_overshoot() -> None:
     xs, ys = [1, 2, 3, 10], [100, 99, 20, 19]
-    gx, gy = monotone_curve(xs, ys, n=200)
+    _, gy = monotone_curve(xs, ys, n=200)
     assert np.all(np.diff(gy) <= 1e-9)  # decreasing data gives a decreasing curve
     assert gy.max() <= 100 + 1e-9 and gy.min() >= 19 - 1e-9
     assert np.isnan(interpolate_at(xs, ys, 11.0))  # never extrapolated
