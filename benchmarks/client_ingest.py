@@ -30,12 +30,17 @@ from harness.testing.spawn import spawn_server
 _STAMP = re.compile(rb'"t":([0-9.]+)')
 
 
-def _specs(n: int, max_tokens: int, sample_every: int) -> list[RequestSpec]:
-    body = orjson.dumps({"prompt": "x", "max_tokens": max_tokens, "stream": True})
-    return [
-        RequestSpec(f"r{i}", "/v1/completions", body, 1, max_tokens, keep_raw=i % sample_every == 0)
-        for i in range(n)
-    ]
+def _specs(n: int, max_tokens: int, sample_every: int, lockstep: bool) -> list[RequestSpec]:
+    """Output lengths uniform in [0.8 L, L] as InferenceX draws them (or all L: lockstep)."""
+    rng = np.random.default_rng(0)
+    lengths = np.full(n, max_tokens) if lockstep else rng.integers(
+        int(0.8 * max_tokens), max_tokens + 1, n)
+    specs = []
+    for i, osl in enumerate(lengths):
+        body = orjson.dumps({"prompt": "x", "max_tokens": int(osl), "stream": True})
+        specs.append(RequestSpec(f"r{i}", "/v1/completions", body, 1, int(osl),
+                                 keep_raw=i % sample_every == 0))
+    return specs
 
 
 def _stamp_errors(records: list) -> np.ndarray:
@@ -47,9 +52,10 @@ def _stamp_errors(records: list) -> np.ndarray:
     return np.asarray(errs) * 1000.0
 
 
-def run(concurrency: int, seconds: float, max_tokens: int, port: int) -> dict[str, float]:
-    n = 200_000  # more than enough; the loop stops on time
-    specs = _specs(n, max_tokens, sample_every=50)
+def run(concurrency: int, seconds: float, max_tokens: int, port: int,
+        lockstep: bool = False) -> dict[str, float]:
+    n = 20_000  # more than enough; the loop stops on time
+    specs = _specs(n, max_tokens, sample_every=50, lockstep=lockstep)
     deadline = time.perf_counter() + seconds
 
     def timed():
@@ -88,6 +94,8 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=4000)
     p.add_argument("--events-per-tick", type=int, default=48)
     p.add_argument("--tick-ms", type=float, default=2.0)
+    p.add_argument("--lockstep", action="store_true",
+                   help="every request the same length, so all finish in the same instant")
     a = p.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     server_env = {"FAST_SSE_CPU": str(cpus[-1])} if len(cpus) > 1 else {}
@@ -101,7 +109,7 @@ def main() -> None:
         print(f"{'conc':>5} {'chunks/s':>10} {'reqs':>6} {'fail':>4} {'cpu':>5} {'inflight':>8} "
               f"{'err p50':>8} {'err p99':>8} {'err max':>8} {'est p99':>8}  (ms)")
         for c in a.concurrency:
-            r = run(c, a.seconds, a.max_tokens, port)
+            r = run(c, a.seconds, a.max_tokens, port, a.lockstep)
             print(f"{c:>5} {r['chunks_per_s']:>10,.0f} {r['requests']:>6} {r['failed']:>4} "
                   f"{r['cpu_share']:>5.2f} {r['inflight_mean']:>8.1f} {r['err_p50_ms']:>8.3f} "
                   f"{r['err_p99_ms']:>8.3f} {r['err_max_ms']:>8.3f} {r['est_p99_ms']:>8.3f}")

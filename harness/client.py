@@ -25,6 +25,7 @@ import aiohttp
 import numpy as np
 from yarl import URL
 
+from harness import arrival
 from harness.records import RequestRecord, RequestSpec
 from harness.sse import StreamAccumulator
 
@@ -104,6 +105,7 @@ class StreamingClient:
         self._inflight_t = time.perf_counter()
 
     async def __aenter__(self) -> StreamingClient:
+        arrival.install()
         connector = aiohttp.TCPConnector(
             limit=0, ttl_dns_cache=None, force_close=not self.settings.keep_alive
         )
@@ -158,6 +160,29 @@ class StreamingClient:
             return retried.rec
         return attempt.rec
 
+    @staticmethod
+    async def _read_stream(content: Any, pieces: list[tuple[float, int]],
+                           acc: StreamAccumulator, rec: RequestRecord, keep_raw: bool) -> None:
+        """Read until EOF, stamping each received chunk with its arrival time."""
+        clock = time.perf_counter
+        feed = acc.feed
+        raw = None
+        if keep_raw:
+            rec.raw_reads = []
+            raw = rec.raw_reads.append
+        while True:
+            pieces.clear()  # nothing is fed between here and the await: it is all ours
+            buf = await content.readany()
+            if not buf:
+                break
+            split = arrival.pieces_for(buf, pieces)
+            if split is None:
+                split = [(clock(), buf)]
+            for t, part in split:
+                feed(part, t)
+                if raw is not None:
+                    raw((t, part))
+
     async def _send_once(self, spec: RequestSpec) -> _Attempt:
         assert self._session is not None, "use StreamingClient as an async context manager"
         rec = RequestRecord(
@@ -188,17 +213,11 @@ class StreamingClient:
                     rec.end_ts = clock()
                     return attempt
                 content = resp.content
-                feed = acc.feed
-                if spec.keep_raw:
-                    rec.raw_reads = []
-                    raw = rec.raw_reads.append
-                    while buf := await content.readany():
-                        t = clock()
-                        raw((t, buf))
-                        feed(buf, t)
-                else:
-                    while buf := await content.readany():
-                        feed(buf, clock())
+                pieces = arrival.register(content)
+                try:
+                    await self._read_stream(content, pieces, acc, rec, spec.keep_raw)
+                finally:
+                    arrival.unregister(content)
             acc.finish(rec, clock())
         except TimeoutError:
             acc.finish(rec, clock())

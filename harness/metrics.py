@@ -75,10 +75,13 @@ def e2el(r: RequestRecord) -> float:
 def output_tokens(r: RequestRecord) -> int:
     """Output tokens as the server counted them (`usage.completion_tokens`).
 
-    Without usage we count content chunks, which undercounts multi-token chunks; such requests
-    are reported in `num_usage_missing` so nobody mistakes the figure for exact.
+    Without usage we count content chunks (or the server's per-chunk token ids), which
+    undercounts multi-token chunks; such requests are reported in `num_usage_missing` so nobody
+    mistakes the figure for exact.
     """
-    return r.completion_tokens if r.completion_tokens >= 0 else sum(r.chunk_tokens)
+    if r.completion_tokens >= 0:
+        return r.completion_tokens
+    return sum(r.chunk_tokens) if r.chunk_tokens_exact else len(r.chunk_ts)
 
 
 def input_tokens(r: RequestRecord) -> int:

@@ -8,6 +8,7 @@ CLOCK_MONOTONIC and therefore comparable across processes on one host).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,9 +45,12 @@ class RequestRecord:
     first_token_ts: float = float("nan")  # first chunk carrying content/reasoning/tool call
     last_token_ts: float = float("nan")  # last chunk carrying content/reasoning/tool call
     end_ts: float = float("nan")  # stream closed
-    chunk_ts: list[float] = field(default_factory=list)  # arrival of every content chunk
-    chunk_tokens: list[int] = field(default_factory=list)  # tokens per content chunk
-    chunk_tokens_exact: bool = False  # True when the server said how many tokens each chunk had
+    # Arrival of every content chunk (a float array or list).
+    chunk_ts: Sequence[float] = field(default_factory=list)
+    # Tokens per content chunk, when the server said (vLLM `token_ids`); empty otherwise: a
+    # chunk may then hold several tokens, and only usage.completion_tokens counts them.
+    chunk_tokens: list[int] = field(default_factory=list)
+    chunk_tokens_exact: bool = False
     prompt_tokens: int = -1  # from the server's usage; -1 when the server sent none
     completion_tokens: int = -1
     cached_tokens: int = -1

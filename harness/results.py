@@ -160,6 +160,7 @@ class RunDir:
         for r in records:
             row = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)
                    if f.name not in ("tags", "raw_reads")}
+            row["chunk_ts"] = [float(t) for t in r.chunk_ts]
             row["tags"] = orjson.dumps(r.tags, default=_json_default).decode()
             rows.append(row)
         table = pa.Table.from_pylist(rows)

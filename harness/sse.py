@@ -114,9 +114,9 @@ class StreamAccumulator:
 
     def feed(self, buf: bytes, t: float) -> None:
         n = _count_terminators(buf)
-        if self._prev_nl and buf[:1] == b"\n":
+        if self._prev_nl and buf[0] == 10:  # a "\n" + "\n" split across two reads
             n += 1
-        self._prev_nl = buf[-1:] == b"\n"
+        self._prev_nl = buf[-1] == 10
         self.read_ts.append(t)
         self.read_events.append(n)
         self.n_events += n
@@ -127,8 +127,18 @@ class StreamAccumulator:
             self._feed_head(buf)
         self._tail.append(buf)
         self._tail_len += len(buf)
-        while len(self._tail) > 1 and self._tail_len - len(self._tail[0]) >= _TAIL_BYTES:
-            self._tail_len -= len(self._tail.pop(0))
+        if self._tail_len > 2 * _TAIL_BYTES:  # amortised: trim only when twice too long
+            self._trim_tail()
+
+    def _trim_tail(self) -> None:
+        tail = self._tail
+        keep, size = len(tail), 0
+        while keep > 0 and size < _TAIL_BYTES:
+            keep -= 1
+            size += len(tail[keep])
+        if keep > 0:
+            del tail[:keep]
+            self._tail_len = size
             self._tail_dropped = True
 
     def _feed_head(self, buf: bytes) -> None:
@@ -145,11 +155,8 @@ class StreamAccumulator:
         if len(self._head) > _HEAD_MAX_BYTES:
             self._head_done = True
 
-    def _event_times(self) -> list[float]:
-        if len(self.read_ts) < 256:  # numpy's call overhead only pays off on long streams
-            pairs = zip(self.read_ts, self.read_events, strict=True)
-            return [t for t, n in pairs for _ in range(n)]
-        return np.repeat(np.asarray(self.read_ts), self.read_events).tolist()
+    def _event_times(self) -> np.ndarray:
+        return np.repeat(np.asarray(self.read_ts, dtype=float), self.read_events)
 
     def finish(self, rec: RequestRecord, end_ts: float) -> None:
         rec.end_ts = end_ts
@@ -192,10 +199,10 @@ class StreamAccumulator:
             return
         times = self._event_times()
         rec.chunk_ts = times[first : last_content + 1]
-        rec.chunk_tokens = [1] * len(rec.chunk_ts)
+        rec.chunk_tokens = []  # the server did not say how many tokens each chunk held
         rec.chunk_tokens_exact = False
-        rec.first_token_ts = rec.chunk_ts[0]
-        rec.last_token_ts = rec.chunk_ts[-1]
+        rec.first_token_ts = float(rec.chunk_ts[0])
+        rec.last_token_ts = float(rec.chunk_ts[-1])
 
     def _apply(self, rec: RequestRecord, events: list[ParsedEvent | None]) -> None:
         times = self._event_times()
@@ -204,12 +211,12 @@ class StreamAccumulator:
         idx = [i for i, e in enumerate(events) if e is not None and e.content]
         if not idx:
             return
-        rec.chunk_ts = [times[i] for i in idx]
+        rec.chunk_ts = times[idx]
         tokens = [events[i].tokens for i in idx]  # type: ignore[union-attr]
         rec.chunk_tokens_exact = all(t > 0 for t in tokens)
-        rec.chunk_tokens = tokens if rec.chunk_tokens_exact else [1] * len(idx)
-        rec.first_token_ts = rec.chunk_ts[0]
-        rec.last_token_ts = rec.chunk_ts[-1]
+        rec.chunk_tokens = tokens if rec.chunk_tokens_exact else []
+        rec.first_token_ts = float(rec.chunk_ts[0])
+        rec.last_token_ts = float(rec.chunk_ts[-1])
 
     @staticmethod
     def _summarise(rec: RequestRecord, events: list[ParsedEvent]) -> None:
