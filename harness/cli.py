@@ -9,12 +9,14 @@ from pathlib import Path
 
 from harness.config.errors import ConfigError
 from harness.config.groups import check_group_choices
+from harness.workloads.traces.model import TraceError
 
 USAGE = """harness <command> [options]
 
 commands:
   sweep       run a benchmark sweep (Hydra: `harness sweep --help` lists groups and overrides)
   dashboard   write a self-contained HTML dashboard from run directories
+  traces      inspect trace files (`harness traces stats FILE...`)
 """
 
 
@@ -43,7 +45,24 @@ def _dashboard(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"sweep": _sweep, "dashboard": _dashboard}
+def _traces(argv: list[str]) -> int:
+    from harness.workloads.traces import FORMATS, load_traces
+    from harness.workloads.traces.stats import format_stats, trace_stats
+
+    p = argparse.ArgumentParser(prog="harness traces", description="Inspect trace files.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    st = sub.add_parser("stats", help="requests, sessions, sub-agents, ISL/OSL, think times, "
+                                      "theoretical prefix-hit rate")
+    st.add_argument("files", nargs="+", type=Path)
+    st.add_argument("--format", choices=sorted(FORMATS), default=None,
+                    help="default: detected from the file")
+    a = p.parse_args(argv)
+    for f in a.files:
+        print(format_stats(trace_stats(load_traces(f, a.format)), str(f)))
+    return 0
+
+
+COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return cmd(argv[1:])
-    except ConfigError as e:
+    except (ConfigError, TraceError) as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2
     except SystemExit as e:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.client import (
@@ -36,6 +36,7 @@ class Measurement:
     measured: PhaseResult
     server_before: prometheus.Sample
     server_after: prometheus.Sample
+    extra: dict[str, Any] = field(default_factory=dict)  # workload-specific facts
 
     @property
     def records(self) -> list[RequestRecord]:

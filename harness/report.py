@@ -43,10 +43,12 @@ def summary_table(points: Iterable[dict[str, Any]]) -> str:
         row = " ".join(_cell(f, p.get(k), s) for _, k, f, s in _COLUMNS)
         lines.append(f"{row}  {'yes' if p.get('valid') else 'NO'}")
     first = points[0]
+    shape = (f"{first.get('fit')}, concurrency = session trees"
+             if first.get("scenario_kind") == "agentic"
+             else f"ISL {first.get('isl')}, OSL {first.get('osl')}")
     title = (f"{first.get('model')} {first.get('precision')} on {first.get('chip')} / "
              f"{first.get('engine')} ({first.get('engine_version')}), "
-             f"{first.get('scenario')} (ISL {first.get('isl')}, OSL {first.get('osl')}), "
-             f"speculator {first.get('spec_method')}")
+             f"{first.get('scenario')} ({shape}), speculator {first.get('spec_method')}")
     notes = []
     for p in points:
         for r in p.get("invalid_reasons") or ():

@@ -1,21 +1,22 @@
 """One sweep job: a recipe served by one engine launch, every concurrency point on it.
 
-Order matters: everything that can fail on bad input (config, weights, tokenizer, prompts) runs
-before the engine starts; each point's results are on disk before the next point begins; a
-server that dies mid-point fails that point, is restarted, and the sweep goes on.
+Order matters: everything that can fail on bad input (config, weights, tokenizer, prompts,
+traces) runs before the engine starts; each point's results are on disk before the next point
+begins; a server that dies mid-point fails that point, is restarted, and the sweep goes on.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
+from harness import agentic
 from harness.client import ClientSettings
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
@@ -25,6 +26,7 @@ from harness.engines.session import EngineSession
 from harness.identity import point_id, point_identity
 from harness.metrics import GpuCount
 from harness.point import (
+    Measurement,
     health_fields,
     measure_fixed,
     metrics_of,
@@ -52,7 +54,21 @@ class PlannedPoint:
     concurrency: int
     repeat: int
     requests: FixedPointRequests | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Job:
+    """What every point of a job shares."""
+
+    sc: SweepConfig
+    run: RunDir
+    name: str
+    adapter: EngineAdapter
+    settings: ClientSettings
+    seed: int
+    revision: str
+    body: dict[str, Any]
+    agentic_plan: agentic.AgenticPlan | None = None
 
 
 def run_seed(sc: SweepConfig) -> int:
@@ -72,35 +88,25 @@ def plan_points(sc: SweepConfig) -> list[PlannedPoint]:
     return out
 
 
-def _point_rng(seed: int, p: PlannedPoint) -> np.random.Generator:
-    return np.random.default_rng([seed, p.concurrency, p.repeat, 0xF1])
-
-
-def build_requests(sc: SweepConfig, adapter: EngineAdapter, todo: list[PlannedPoint],
-                   seed: int) -> None:
+def _fixed_requests(job: Job, todo: list[PlannedPoint], tokenizer: Any) -> None:
     """Every prompt of every pending point, encoded before the engine starts."""
+    sc = job.sc
     scen = sc.scenario
-    tokenizer = load_tokenizer(sc.model)
     chat_template = scen.chat_template
     if chat_template is None:  # speculative points run real acceptance on templated text
         chat_template = sc.speculator.method != "none"
     builder = PromptBuilder.for_tokenizer(tokenizer, scen.api, chat_template)
-    body = stream_body(adapter.served_model_name, dict(scen.sampling), adapter.request_extras())
     total = sum((scen.warmup_per_conc + scen.requests_per_conc) * p.concurrency for p in todo)
     with tqdm(total=total, desc="building prompts", unit="req", leave=False) as bar:
         for p in todo:
-            p.requests = build_fixed_point(
-                scen, p.concurrency, builder, _point_rng(seed, p), body,
-                id_prefix=p.point_id, progress=bar.update,
-            )
+            rng = np.random.default_rng([job.seed, p.concurrency, p.repeat, 0xF1])
+            p.requests = build_fixed_point(scen, p.concurrency, builder, rng, job.body,
+                                           id_prefix=p.point_id, progress=bar.update)
 
 
-def run_job(sc: SweepConfig, run: RunDir, job: str, repo: Path) -> list[dict[str, Any]]:
+def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path) -> list[dict[str, Any]]:
     """Run every pending point of one recipe. Returns the point records written."""
-    if sc.scenario.kind != "fixed":
-        raise NotImplementedError(f"scenario kind {sc.scenario.kind!r} is not runnable yet")
     adapter = make_adapter(sc)
-    seed = run_seed(sc)
     planned = plan_points(sc)
     done = set() if sc.fresh else run.completed_ids()
     todo = [p for p in planned if p.point_id not in done]
@@ -108,26 +114,95 @@ def run_job(sc: SweepConfig, run: RunDir, job: str, repo: Path) -> list[dict[str
         print(f"resuming: {len(planned) - len(todo)} of {len(planned)} points already complete")
     if not todo:
         return []
-    build_requests(sc, adapter, todo, seed)
     settings = ClientSettings(
         base_url="", timeout_s=sc.client.timeout_s, api_key_env=sc.engine.api_key_env,
         strict_sse=sc.client.strict_sse, max_stamp_err_ms=sc.client.max_stamp_err_ms,
         max_cpu_share=sc.client.max_cpu_share, keep_alive=adapter.keep_alive,
     )
-    revision = git_revision(repo)
+    body = stream_body(adapter.served_model_name, dict(sc.scenario.sampling),
+                       adapter.request_extras())
+    job = Job(sc, run, name, adapter, settings, run_seed(sc), git_revision(repo), body)
+    tokenizer = load_tokenizer(sc.model)
+    if sc.scenario.kind == "agentic":
+        job.agentic_plan = agentic.prepare(sc, tokenizer, repo, job.seed)
+        adapter.request_tokens_override = job.agentic_plan.max_request_tokens
+    else:
+        _fixed_requests(job, todo, tokenizer)
     written: list[dict[str, Any]] = []
-    launch_id = f"{job}-{adapter.kind}"
-    with EngineSession(adapter, run.root, launch_id, max(sc.concurrency)) as engine:
-        print(f"engine ready: {engine.version} at {engine.base_url}")
+    with EngineSession(adapter, run.root, name, max(sc.concurrency)) as eng:
+        print(f"engine ready: {eng.version} at {eng.base_url}")
         for p in todo:
-            record = _run_point(sc, run, engine, adapter, p, settings, seed, revision, job)
+            record = _run_point(job, eng, p)
             run.append_point(record)
             written.append(record)
-            if not engine.alive():
+            if not eng.alive():
                 print(f"engine died during {p.point_id}; restarting it")
-                engine.restart()
+                eng.restart()
     print_summary(written)
     return written
+
+
+def _measure(job: Job, eng: EngineSession, p: PlannedPoint, bar: tqdm) -> Measurement:
+    def tick(_: object) -> None:
+        bar.update(1)
+
+    if job.agentic_plan is not None:
+        return agentic.measure_agentic(job.agentic_plan, job.sc, eng.base_url, job.settings,
+                                       p.concurrency, job.body, job.seed + p.repeat,
+                                       p.point_id, eng.scrape, on_done=tick)
+    assert p.requests is not None
+    return measure_fixed(eng.base_url, job.settings, p.requests.warmup, p.requests.measured,
+                         p.concurrency, eng.scrape, on_done=tick)
+
+
+def _run_point(job: Job, eng: EngineSession, p: PlannedPoint) -> dict[str, Any]:
+    sc = job.sc
+    started = now_iso()
+    total = None
+    if p.requests is not None:
+        total = len(p.requests.warmup) + len(p.requests.measured)
+    with tqdm(total=total, desc=f"conc {p.concurrency:>4}", unit="req") as bar:
+        meas = _measure(job, eng, p, bar)
+    job.run.write_requests(p.point_id, meas.records)
+    job.run.write_json(f"server_metrics/{p.point_id}.json",
+                       {"before": meas.server_before, "after": meas.server_after})
+    m = metrics_of(meas, GpuCount(gpus_of(sc)))
+    health = meas.measured.health
+    is_agentic = job.agentic_plan is not None
+    min_success = 1 - sc.scenario.max_failed_share if is_agentic else sc.scenario.min_success
+    reasons = validity(m, health, min_success)
+    extra: dict[str, Any] = dict(meas.extra)
+    if job.agentic_plan is not None:
+        reasons += agentic.agentic_validity(m, meas.records, sc.scenario)
+        extra.update(agentic.replayed_hit_rates(meas.records))
+        extra["server_metrics_hit_rate"] = agentic.server_metrics_hit_rate(
+            meas.server_before, meas.server_after)
+        extra["fit"] = job.agentic_plan.fit.describe()
+        extra["qps"] = m["request_tput"]
+    status = "ok"
+    if not eng.alive():
+        status = "failed"
+        reasons.insert(0, eng.failure_reason())
+    return {
+        "point_id": p.point_id,
+        "run_id": sc.run_id,
+        "job": job.name,
+        **p.identity,
+        "engine_version": eng.version,
+        **chip_fields(sc),
+        "status": status,
+        "valid": not reasons,
+        "invalid_reasons": reasons,
+        "seed": job.seed,
+        "harness_revision": job.revision,
+        "started_at": started,
+        "finished_at": now_iso(),
+        "measured_start_wall": meas.measured.start_wall,
+        **m,
+        **extra,
+        **health_fields(health),
+        **server_summary(meas.server_before, meas.server_after, job.adapter.spec_counters),
+    }
 
 
 def chip_fields(sc: SweepConfig) -> dict[str, Any]:
@@ -140,48 +215,3 @@ def chip_fields(sc: SweepConfig) -> dict[str, Any]:
         "chip_cost_neocloud": c.cost_per_gpu_hr.neocloud,
         "chip_cost_rental_3yr": c.cost_per_gpu_hr.rental_3yr,
     }
-
-
-def _run_point(sc: SweepConfig, run: RunDir, engine: EngineSession, adapter: EngineAdapter,
-               p: PlannedPoint, settings: ClientSettings, seed: int, revision: str,
-               job: str) -> dict[str, Any]:
-    assert p.requests is not None
-    started = now_iso()
-    n = len(p.requests.warmup) + len(p.requests.measured)
-    with tqdm(total=n, desc=f"conc {p.concurrency:>4}", unit="req") as bar:
-        meas = measure_fixed(
-            engine.base_url, settings, p.requests.warmup, p.requests.measured, p.concurrency,
-            engine.scrape, on_done=lambda _r: bar.update(1),
-        )
-        bar.update(n - bar.n)
-    run.write_requests(p.point_id, meas.records)
-    run.write_json(f"server_metrics/{p.point_id}.json",
-                   {"before": meas.server_before, "after": meas.server_after})
-    gpus = GpuCount(gpus_of(sc))
-    m = metrics_of(meas, gpus)
-    health = meas.measured.health
-    reasons = validity(m, health, sc.scenario.min_success)
-    status = "ok"
-    if not engine.alive():
-        status = "failed"
-        reasons.insert(0, engine.failure_reason())
-    record: dict[str, Any] = {
-        "point_id": p.point_id,
-        "run_id": sc.run_id,
-        "job": job,
-        **p.identity,
-        "engine_version": engine.version,
-        **chip_fields(sc),
-        "status": status,
-        "valid": not reasons,
-        "invalid_reasons": reasons,
-        "seed": seed,
-        "harness_revision": revision,
-        "started_at": started,
-        "finished_at": now_iso(),
-        "measured_start_wall": meas.measured.start_wall,
-        **m,
-        **health_fields(health),
-        **server_summary(meas.server_before, meas.server_after, adapter.spec_counters),
-    }
-    return record

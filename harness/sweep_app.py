@@ -16,6 +16,7 @@ from harness.engines.base import EngineConfigError
 from harness.engines.process import EngineStartError
 from harness.results import RunDir
 from harness.weights import WeightsNotFound
+from harness.workloads.traces.model import TraceError
 
 log = logging.getLogger("harness")
 
@@ -42,14 +43,16 @@ def sweep(cfg: DictConfig) -> None:
         print(f"harness: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     run = RunDir.open(sc.results_dir, sc.run_id)
-    job = f"job{hc.job.num}" if hc.mode and hc.mode.name == "MULTIRUN" else "job0"
+    # Unique per recipe, so several sweeps (or a -m sweep) can share one run directory.
+    num = hc.job.num if hc.mode and hc.mode.name == "MULTIRUN" else 0
+    job = f"job{num}-{sc.scenario.name}-{sc.engine.kind}-{sc.speculator.method}"
     run.write_provenance(repo_root(), sys.argv)
     run.write_config(job, OmegaConf.to_yaml(cfg, resolve=True))
     _latest_link(sc.results_dir, sc.run_id)
     print(f"run directory: {run.root}", flush=True)
     try:
         run_job(sc, run, job, repo_root())
-    except (EngineConfigError, WeightsNotFound) as e:
+    except (EngineConfigError, WeightsNotFound, ConfigError, TraceError) as e:
         print(f"harness: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except EngineStartError as e:

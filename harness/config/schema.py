@@ -106,6 +106,19 @@ class ScenarioConfig:
     chat_template: bool | None = None  # None: on when a speculator runs (real acceptance)
     sampling: dict[str, Any] = field(default_factory=dict)  # extra sampling fields per request
     min_success: float = 0.95  # a point with more failures than this share is invalid
+    # agentic trace replay
+    trace_files: list[str] = field(default_factory=list)  # relative to the repository root
+    trace_format: str | None = None  # weka | mooncake | azure; None = from the file
+    fit_mode: str = "none"  # none | cap | scale
+    fit_factor: int = 1  # scale: divide token counts and block size by this
+    fit_cap_tokens: int = 0  # cap: drop requests with in + out above this
+    duration_s: float = 900.0  # measured replay time per point
+    min_measured_s: float = 900.0  # a shorter measured window is invalid (InferenceX: 900)
+    max_overflow_share: float = 0.01  # context overflows allowed
+    max_failed_share: float = 0.10  # failed requests allowed
+    idle_cap_s: float = 10.0  # longest gap while nothing is in flight anywhere
+    tree_cap_s: float = 300.0  # longest single wait inside a session tree
+    warmup_probes: int = 2  # one-token requests per lane after its warmup turn
     description: str = ""
 
 

@@ -28,13 +28,24 @@ function select(id, options, value) {
   return s;
 }
 
+function scenarioKind(name) {
+  const p = DATA.points.find(q => q.scenario === name);
+  return p ? p.scenario_kind : "fixed";
+}
+
 function buildControls() {
   const c = document.getElementById("controls");
   const scen = uniq(DATA.points.map(p => p.scenario));
+  const first = DATA.default_scenario || scen[0];
   c.appendChild(el("label", {for: "scenario"}, "Scenario "));
-  c.appendChild(select("scenario", scen.map(s => ({key: s, label: s})), DATA.default_scenario || scen[0]));
+  const ss = select("scenario", scen.map(s => ({key: s, label: s})), first);
+  // Agentic scenarios default to E2E-normalized interactivity P90, fixed ones to median.
+  ss.addEventListener("change", () => {
+    document.getElementById("xaxis").value = DATA.default_x_by_kind[scenarioKind(ss.value)];
+  }, true);
+  c.appendChild(ss);
   c.appendChild(el("label", {for: "xaxis"}, " x "));
-  c.appendChild(select("xaxis", X_AXES, DATA.default_x));
+  c.appendChild(select("xaxis", X_AXES, DATA.default_x_by_kind[scenarioKind(first)]));
   c.appendChild(el("label", {for: "yaxis"}, " y "));
   c.appendChild(select("yaxis", Y_AXES, DATA.default_y));
   const opt = el("input", {type: "checkbox", id: "optimal"});

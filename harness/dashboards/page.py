@@ -69,6 +69,11 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
               f"({p.get('spec_acceptance_source') or p.get('spec_acceptance_mode')}), "
               f"realised {_fmt(p.get('spec_realised_al'))}")
         lines.append(f"speculator {spec} k={p.get('spec_k')} · {al}")
+    if p.get("scenario_kind") == "agentic":
+        lines.append(
+            f"{p.get('conc')} session trees · fit {p.get('fit')} · QPS {_fmt(p.get('qps'))} · "
+            f"prefix hits theoretical {_fmt(p.get('theoretical_hit_rate'))}, "
+            f"server {_fmt(p.get('server_hit_rate'))}")
     lines += [
         f"engine {p.get('engine_version') or p.get('engine_image') or p.get('engine')}",
         f"interactivity p50 {_fmt(p.get('median_intvty'))} tok/s/user · "
@@ -109,14 +114,12 @@ def render_page(points: Sequence[dict[str, Any]], title: str) -> str:
     from plotly.offline import get_plotlyjs
 
     pts = payload_points(points)
-    agentic = any(p.get("scenario_kind") == "agentic" for p in pts)
     data = {
         "title": title,
         "points": pts,
         "x_axes": X_AXES,
         "y_axes": Y_AXES,
-        "default_x": "p90_e2e_intvty" if agentic and all(
-            p.get("scenario_kind") == "agentic" for p in pts) else "median_intvty",
+        "default_x_by_kind": {"fixed": "median_intvty", "agentic": "p90_e2e_intvty"},
         "default_y": "tput_per_gpu",
         "palette": PALETTE,
     }

@@ -45,6 +45,8 @@ class EngineAdapter(ABC):
 
     def __init__(self, sc: SweepConfig) -> None:
         self.sc = sc
+        # Agentic scenarios: the longest fitted request, set by the runner from the traces.
+        self.request_tokens_override: int | None = None
         self.check()
 
     def check(self) -> None:  # noqa: B027 - optional hook
@@ -85,5 +87,7 @@ class EngineAdapter(ABC):
         """Tokens one request may need: ISL + OSL + margin (max-model-len)."""
         from harness.config.validate import CONTEXT_MARGIN
 
+        if self.request_tokens_override is not None:
+            return self.request_tokens_override + CONTEXT_MARGIN
         s = self.sc.scenario
         return s.isl + s.osl + CONTEXT_MARGIN

@@ -1,0 +1,78 @@
+"""The trace model every loader produces: sessions of requests, with nested sub-agents.
+
+Times are seconds. A request's `t` is relative to the start of its parent (the trace, or the
+sub-agent it belongs to); `think` is the client's gap between the end of the previous request
+of the same parent and this one's start (end-to-start, as AgentX replays it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class TraceError(ValueError):
+    """A malformed trace: names the file, the line or trace id, the field, and the fix."""
+
+    def __init__(self, path: str, where: str, field_name: str, problem: str, fix: str) -> None:
+        self.path, self.where, self.field_name = path, where, field_name
+        super().__init__(
+            f"bad trace in {path} ({where}), field '{field_name}': {problem}. Fix: {fix}"
+        )
+
+
+@dataclass
+class TraceRequest:
+    t: float
+    in_tokens: int
+    out_tokens: int
+    hash_ids: list[int]
+    think: float = 0.0
+    api_time: float = 0.0
+
+
+@dataclass
+class SubAgent:
+    t: float  # offset from the start of its parent
+    agent_id: str
+    kind: str  # subagent_type (Explore, Plan, ...)
+    duration: float  # recorded wall time, s
+    items: list[TraceRequest | SubAgent] = field(default_factory=list)
+
+    @property
+    def end(self) -> float:
+        return self.t + self.duration
+
+
+@dataclass
+class Trace:
+    id: str
+    source: str
+    block_size: int
+    items: list[TraceRequest | SubAgent]
+    shared_scope: bool = False  # hash ids shared across traces (Mooncake), else per trace
+    meta: dict[str, object] = field(default_factory=dict)
+
+    def requests(self) -> list[TraceRequest]:
+        """Every request, sub-agents' included, in listed order."""
+        return list(_walk(self.items))
+
+    def parent_requests(self) -> list[TraceRequest]:
+        return [i for i in self.items if isinstance(i, TraceRequest)]
+
+    def subagents(self) -> list[SubAgent]:
+        out: list[SubAgent] = []
+        stack = list(self.items)
+        while stack:
+            it = stack.pop(0)
+            if isinstance(it, SubAgent):
+                out.append(it)
+                stack = list(it.items) + stack
+        return out
+
+
+def _walk(items: list[TraceRequest | SubAgent]):
+    for it in items:
+        if isinstance(it, SubAgent):
+            yield from _walk(it.items)
+        else:
+            yield it

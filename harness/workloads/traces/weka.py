@@ -1,0 +1,105 @@
+"""AgentX / WEKA "Weka" JSON traces: one trace per file, or one per line (JSONL).
+
+Schema (shared/data/traces/README.md): `{id, models, block_size, hash_id_scope, requests}`;
+a request `{t, type: "n"|"s", in, out, hash_ids, think_time, api_time, ...}`; a sub-agent
+`{t, type: "subagent", agent_id, subagent_type, duration_ms, requests: [...]}`, nested.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.workloads.traces.model import SubAgent, Trace, TraceError, TraceRequest
+
+
+def _num(obj: dict[str, Any], key: str, path: str, where: str, *, required: bool = True,
+         integer: bool = False, minimum: float = 0.0) -> float:
+    if key not in obj:
+        if required:
+            raise TraceError(path, where, key, "missing", f"add '{key}' (a number >= {minimum:g})")
+        return 0.0
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, int | float) or (integer and v != int(v)):
+        kind = "an integer" if integer else "a number"
+        raise TraceError(path, where, key, f"expected {kind}, got {v!r}", f"make '{key}' {kind}")
+    if v < minimum:
+        raise TraceError(path, where, key, f"{v} is below {minimum:g}", f"'{key}' >= {minimum:g}")
+    return float(v)
+
+
+def _items(raw: Any, path: str, where: str) -> list[TraceRequest | SubAgent]:
+    if not isinstance(raw, list):
+        raise TraceError(path, where, "requests", f"expected a list, got {type(raw).__name__}",
+                         "make 'requests' a list of requests and sub-agents")
+    out: list[TraceRequest | SubAgent] = []
+    for i, r in enumerate(raw):
+        w = f"{where}, requests[{i}]"
+        if not isinstance(r, dict):
+            raise TraceError(path, w, "requests", "expected an object", "one JSON object per entry")
+        kind = r.get("type")
+        if kind == "subagent":
+            out.append(SubAgent(
+                t=_num(r, "t", path, w),
+                agent_id=str(r.get("agent_id", f"sub{i}")),
+                kind=str(r.get("subagent_type", "")),
+                duration=_num(r, "duration_ms", path, w, required=False) / 1000.0,
+                items=_items(r.get("requests"), path, f"{w} ({r.get('agent_id', 'subagent')})"),
+            ))
+            continue
+        if kind not in ("n", "s", None):
+            raise TraceError(path, w, "type", f"unknown type {kind!r}",
+                             "use 'n', 's' or 'subagent'")
+        ids = r.get("hash_ids")
+        if not isinstance(ids, list) or not all(isinstance(h, int) for h in ids):
+            raise TraceError(path, w, "hash_ids", "expected a list of integers",
+                             "give the request's 64-token block hashes as integers")
+        out.append(TraceRequest(
+            t=_num(r, "t", path, w),
+            in_tokens=int(_num(r, "in", path, w, integer=True, minimum=1)),
+            out_tokens=int(_num(r, "out", path, w, integer=True, minimum=1)),
+            hash_ids=ids,
+            think=_num(r, "think_time", path, w, required=False),
+            api_time=_num(r, "api_time", path, w, required=False),
+        ))
+    return out
+
+
+def parse_trace(obj: Any, path: str, where: str) -> Trace:
+    if not isinstance(obj, dict):
+        raise TraceError(path, where, "(trace)", "expected a JSON object per trace",
+                         "one trace object per file or per line")
+    tid = str(obj.get("id", where))
+    w = f"{where}, trace {tid}"
+    bs = _num(obj, "block_size", path, w, integer=True, minimum=1)
+    return Trace(
+        id=tid, source=path, block_size=int(bs),
+        items=_items(obj.get("requests"), path, w),
+        shared_scope=obj.get("hash_id_scope", "local") == "global",
+        meta={k: obj[k] for k in ("models", "hash_id_scope") if k in obj},
+    )
+
+
+def load(path: Path) -> list[Trace]:
+    text = path.read_text()
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            return [parse_trace(json.loads(text), str(path), "whole file")]
+        except json.JSONDecodeError:
+            pass  # maybe JSONL with one trace per line
+    traces = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TraceError(str(path), f"line {n}", "(json)", f"not valid JSON ({e.msg})",
+                             "one complete JSON trace object per line") from None
+        traces.append(parse_trace(obj, str(path), f"line {n}"))
+    if not traces:
+        raise TraceError(str(path), "whole file", "(trace)", "no traces found",
+                         "give one trace object per file or per line")
+    return traces

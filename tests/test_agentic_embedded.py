@@ -1,0 +1,61 @@
+"""Agentic replay on the embedded engine: structure, exact prompts, cache hits."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from harness.results import read_points
+from harness.workloads.traces import load_traces
+from harness.workloads.traces.fit import Fit, fit_traces
+from tests.helpers import harness
+from tests.replay_checks import check_structure, frame
+
+pytestmark = pytest.mark.slow
+W = "scenarios/traces/weka-cc-traces"
+
+
+@pytest.fixture(scope="module")
+def agentic_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("agentic")
+    r = harness("sweep", "scenarios=agentic-weka-cpu", "concurrency=[1,2,4]",
+                "scenario.duration_s=25", "scenario.min_measured_s=20",
+                f"results_dir={root}", "run_id=ag")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return root / "ag"
+
+
+def test_replay_structure_on_the_real_engine(agentic_run) -> None:
+    traces = fit_traces(load_traces(f"{W}/trace_0026.json") + load_traces(f"{W}/trace_0277.json"),
+                        Fit("scale", 64))
+    points = sorted(read_points(agentic_run), key=lambda p: p["conc"])
+    assert [p["conc"] for p in points] == [1, 2, 4]
+    for p in points:
+        assert p["valid"], p["invalid_reasons"]
+        assert p["scenario_kind"] == "agentic" and p["fit"] == "scale/64"
+        df = frame(pd.read_parquet(agentic_run / "requests" / f"{p['point_id']}.parquet"))
+        # each lane warmed with the turn before its start point, then two one-token probes
+        assert (df["phase"] == "warmup").sum() == p["conc"]
+        assert (df["phase"] == "probe").sum() == 2 * p["conc"]
+        seen = check_structure(df, {t.id: t for t in traces}, tree_cap=5.0, idle_cap=2.0)
+        assert seen["requests"] >= 10
+        assert p["num_prompt_mismatch"] == 0 and p["num_context_overflow"] == 0
+        assert 0 < p["theoretical_hit_rate"] <= 1 and 0 < p["server_hit_rate"] <= 1
+        assert p["qps"] > 0 and p["p90_e2e_intvty"] > 0
+        assert p["duration_s"] >= 25
+
+
+def _hit_rate(tmp_path, trace: str) -> dict:
+    r = harness("sweep", "scenarios=agentic-weka-cpu", "concurrency=[1]",
+                f"scenario.trace_files=[{W}/{trace}]", "scenario.duration_s=20",
+                "scenario.min_measured_s=10", f"results_dir={tmp_path}", f"run_id={trace}")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return read_points(tmp_path / trace)[0]
+
+
+def test_server_cache_hits_move_with_the_trace_structure(tmp_path) -> None:
+    low = _hit_rate(tmp_path, "trace_0026.json")  # 0.62 theoretical over its listing
+    high = _hit_rate(tmp_path, "trace_0277.json")  # 0.87
+    assert high["theoretical_hit_rate"] > low["theoretical_hit_rate"]
+    assert high["server_hit_rate"] > low["server_hit_rate"]
+    assert high["server_metrics_hit_rate"] > low["server_metrics_hit_rate"]
