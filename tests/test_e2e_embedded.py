@@ -42,10 +42,11 @@ def test_points_carry_identity_metrics_and_provenance(run_dir) -> None:
         assert p["median_intvty"] == pytest.approx(1 / p["median_tpot"])
         # the server counted what the client counted
         assert p["server_generation_tokens"] >= p["total_output_tokens"]
-    assert (run_dir / "configs" / "job0.yaml").is_file()
+    job = "job0-fixed-128x64-llamacpp-none"
+    assert (run_dir / "configs" / f"{job}.yaml").is_file()
     prov = json.loads((run_dir / "run.json").read_text())
     assert prov["invocations"][0]["versions"]["xllamacpp"]
-    assert (run_dir / "servers" / "job0-llamacpp.log").stat().st_size > 0
+    assert (run_dir / "servers" / f"{job}.log").stat().st_size > 0
     assert not engine_pids(), "a server was left running"
 
 

@@ -51,7 +51,7 @@ def test_no_server_survives_the_harness(tmp_path, sig) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
-        log = tmp_path / "k" / "servers" / "job0-llamacpp.log"
+        log = tmp_path / "k" / "servers" / "job0-fixed-128x64-llamacpp-none.log"
         wait_for(lambda: log.is_file() and engine_pids(), 120, "the engine to start")
         wait_for(lambda: "listening on" in log.read_text(errors="replace"), 60,
                  "the engine to listen")
