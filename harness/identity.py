@@ -15,6 +15,7 @@ import orjson
 
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
+from harness.spec.acceptance import AcceptancePlan
 
 
 def _digest(obj: Any) -> str:
@@ -35,8 +36,10 @@ def scenario_settings_hash(sc: SweepConfig) -> str:
     return _digest(s)[:10]
 
 
-def point_identity(sc: SweepConfig, concurrency: int, repeat: int) -> dict[str, Any]:
+def point_identity(sc: SweepConfig, concurrency: int, repeat: int,
+                   acceptance: AcceptancePlan | None = None) -> dict[str, Any]:
     spec, topo, scen = sc.speculator, sc.topology, sc.scenario
+    acc = acceptance or AcceptancePlan("none")
     return {
         "model": sc.model.name,
         "hf_id": sc.model.checkpoints.get(sc.precision or sc.model.default_precision,
@@ -48,9 +51,9 @@ def point_identity(sc: SweepConfig, concurrency: int, repeat: int) -> dict[str, 
         "engine_settings": engine_settings_hash(sc),
         "spec_method": spec.method,
         "spec_k": spec.k if spec.method != "none" else 0,
-        "spec_acceptance_mode": spec.acceptance.mode if spec.method != "none" else "none",
-        "spec_acceptance_length": spec.acceptance.length if spec.method != "none" else None,
-        "thinking": sc.model.thinking,
+        "spec_acceptance_mode": acc.mode,
+        "spec_acceptance_length": acc.length,
+        "thinking": sc.thinking if sc.thinking is not None else sc.model.thinking,
         "tp": topo.tp,
         "ep": topo.ep,
         "dp_attention": topo.dp_attention,

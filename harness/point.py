@@ -67,7 +67,7 @@ def measure_fixed(
 
 
 def server_summary(before: prometheus.Sample, after: prometheus.Sample,
-                   spec_names: Any | None) -> dict[str, Any]:
+                   spec_names: Any | None, spec_al_gauge: str | None = None) -> dict[str, Any]:
     """Counter deltas over the measured phase, under engine-neutral names."""
     d = prometheus.delta(before, after)
     out: dict[str, Any] = {}
@@ -83,6 +83,9 @@ def server_summary(before: prometheus.Sample, after: prometheus.Sample,
         out["spec_draft_tokens"] = None if math.isnan(drafted) else drafted
         out["spec_accepted_tokens"] = None if math.isnan(accepted) else accepted
         out["spec_realised_al"] = (1.0 + accepted / drafts) if drafts and drafts > 0 else None
+    if spec_al_gauge is not None:
+        al = prometheus.total(after, spec_al_gauge)
+        out["spec_realised_al"] = None if math.isnan(al) or al <= 0 else al
     return out
 
 

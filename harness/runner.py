@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ from harness.point import (
 )
 from harness.report import print_summary
 from harness.results import RunDir, git_revision
+from harness.spec import acceptance
+from harness.spec.acceptance import AcceptancePlan
 from harness.workloads.fixed_seq import (
     FixedPointRequests,
     PromptBuilder,
@@ -79,11 +82,12 @@ def run_seed(sc: SweepConfig) -> int:
     return int.from_bytes(hashlib.sha256(sc.run_id.encode()).digest()[:4], "little")
 
 
-def plan_points(sc: SweepConfig) -> list[PlannedPoint]:
+def plan_points(sc: SweepConfig, acceptance: AcceptancePlan | None = None
+                ) -> list[PlannedPoint]:
     out = []
     for rep in range(sc.repeats):
         for c in sc.concurrency:
-            ident = point_identity(sc, c, rep)
+            ident = point_identity(sc, c, rep, acceptance)
             out.append(PlannedPoint(ident, point_id(ident), c, rep))
     return out
 
@@ -104,10 +108,14 @@ def _fixed_requests(job: Job, todo: list[PlannedPoint], tokenizer: Any) -> None:
                                            id_prefix=p.point_id, progress=bar.update)
 
 
-def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path) -> list[dict[str, Any]]:
+def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
+            where: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
     """Run every pending point of one recipe. Returns the point records written."""
     adapter = make_adapter(sc)
-    planned = plan_points(sc)
+    locate = where or (lambda key: f"the {key.split('.')[0]} recipe")
+    adapter.acceptance = acceptance.resolve(sc, adapter.can_inject,
+                                            locate("speculator.acceptance.mode"))
+    planned = plan_points(sc, adapter.acceptance)
     done = set() if sc.fresh else run.completed_ids()
     todo = [p for p in planned if p.point_id not in done]
     if len(todo) < len(planned):
@@ -179,6 +187,10 @@ def _run_point(job: Job, eng: EngineSession, p: PlannedPoint) -> dict[str, Any]:
             meas.server_before, meas.server_after)
         extra["fit"] = job.agentic_plan.fit.describe()
         extra["qps"] = m["request_tput"]
+    spec = server_summary(meas.server_before, meas.server_after, job.adapter.spec_counters,
+                          job.adapter.spec_al_gauge)
+    reasons += acceptance_verdict(job.adapter.acceptance, spec,
+                                  sc.speculator.acceptance.tolerance)
     status = "ok"
     if not eng.alive():
         status = "failed"
@@ -201,8 +213,26 @@ def _run_point(job: Job, eng: EngineSession, p: PlannedPoint) -> dict[str, Any]:
         **m,
         **extra,
         **health_fields(health),
-        **server_summary(meas.server_before, meas.server_after, job.adapter.spec_counters),
+        **job.adapter.acceptance.fields(),
+        **spec,
     }
+
+
+def acceptance_verdict(plan: AcceptancePlan, spec: dict[str, Any], tolerance: float
+                       ) -> list[str]:
+    """An injected point must realise the requested AL (from the engine's own counters)."""
+    if plan.mode != "injected" or plan.length is None:
+        return []
+    realised = spec.get("spec_realised_al")
+    if realised is None:
+        return ["injected acceptance could not be verified: the engine reported no "
+                "speculative counters over the point"]
+    err = realised / plan.length - 1.0
+    spec["spec_al_error"] = err
+    if abs(err) > tolerance:
+        return [f"realised AL {realised:.3f} is {100 * err:+.1f}% off the requested "
+                f"{plan.length:g} (tolerance {100 * tolerance:g}%)"]
+    return []
 
 
 def chip_fields(sc: SweepConfig) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def sweep(cfg: DictConfig) -> None:
     _latest_link(sc.results_dir, sc.run_id)
     print(f"run directory: {run.root}", flush=True)
     try:
-        run_job(sc, run, job, repo_root())
+        run_job(sc, run, job, repo_root(), where)
     except (EngineConfigError, WeightsNotFound, ConfigError, TraceError) as e:
         print(f"harness: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -13,6 +13,7 @@ GROUP_DIRS = {
     "engine": "recipes/engine",
     "speculator": "recipes/speculator",
     "scenarios": "scenarios",
+    "recipe": "recipes/recipe",
 }
 
 

@@ -61,6 +61,7 @@ class EngineConfig:
     kind: str = MISSING  # llamacpp | vllm | sglang | trtllm | atom | endpoint
     version: str | None = None  # expected version (recorded; the running one is read back)
     image: str | None = None  # container image (docker, or enroot/pyxis under Slurm)
+    container_runtime: str = "docker"  # docker | pyxis (srun --container-image)
     speculators: list[str] = field(default_factory=list)  # methods this engine can run
     can_inject_acceptance: bool = False
     extra_args: list[str] = field(default_factory=list)
@@ -148,6 +149,7 @@ class SweepConfig:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     precision: str | None = None  # None: the model's default precision
+    thinking: bool | None = None  # reasoning mode; None: the model's default
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
     repeats: int = 1
     seed: int | None = None  # None: drawn per run (two runs never share prompts)

@@ -31,6 +31,7 @@ class Locator:
         groups = set(GROUP_OF_NODE.values())
         for ov in self.overrides:
             name = ov.lstrip("+~").split("=", 1)[0]
+            ov = ov.lstrip("+") if ov.startswith("++") else ov
             if name in groups:
                 continue  # `model=x` chooses a file; the values still come from that file
             if name == key or key.startswith(name + "."):

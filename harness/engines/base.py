@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness.config.schema import SweepConfig
+from harness.spec.acceptance import AcceptancePlan, synthetic_rates
 
 
 class EngineConfigError(ValueError):
     """A recipe this engine cannot run (raised before launch)."""
+
+
+LAUNCH_DIR = "{launch_dir}"  # in argv: replaced by the launch directory when the server starts
 
 
 @dataclass
@@ -39,6 +44,7 @@ class SpecCounterNames:
 class EngineAdapter(ABC):
     kind: str = ""
     keep_alive: bool = True  # False: the server closes connections after each stream
+    spec_al_gauge: str | None = None  # engines that report the average AL as a gauge
     # Prometheus names of the prefix-cache counters (queries and hits, in tokens).
     prefix_cache_counters: tuple[str, str] | None = None
     spec_counters: SpecCounterNames | None = None
@@ -47,7 +53,19 @@ class EngineAdapter(ABC):
         self.sc = sc
         # Agentic scenarios: the longest fitted request, set by the runner from the traces.
         self.request_tokens_override: int | None = None
+        # What acceptance the speculator runs at (set by the runner before launch).
+        self.acceptance = AcceptancePlan("none")
         self.check()
+
+    @property
+    def can_inject(self) -> bool:
+        return bool(self.sc.engine.can_inject_acceptance)
+
+    def synthetic_rates(self) -> list[float] | None:
+        """Per-position forced acceptance rates when injecting, else None."""
+        if self.acceptance.mode != "injected" or self.acceptance.length is None:
+            return None
+        return synthetic_rates(self.acceptance.length, self.sc.speculator.k)
 
     def check(self) -> None:  # noqa: B027 - optional hook
         """Refuse recipes this engine cannot run; called before anything is launched."""
@@ -65,6 +83,34 @@ class EngineAdapter(ABC):
     def checkpoint(self) -> str:
         m = self.sc.model
         return m.checkpoints.get(self.precision, m.hf_id)
+
+    def python(self) -> str:
+        """The interpreter that runs a Python engine: engine.python (relative paths from the
+        repository root), else this one."""
+        import sys
+
+        from harness.config.validate import repo_root
+
+        p = self.sc.engine.python
+        if not p:
+            return sys.executable
+        path = Path(p)
+        return str(path if path.is_absolute() else repo_root() / path)
+
+    def containerize(self, plan: LaunchPlan) -> LaunchPlan:
+        """Run the plan inside engine.image when one is set (docker; under Slurm the job's
+        srun --container-image does it instead, see harness.distributed)."""
+        image = self.sc.engine.image
+        if not image or self.sc.engine.container_runtime != "docker":
+            return plan
+        argv = ["docker", "run", "--rm", "--network", "host", "--ipc", "host",
+                "--gpus", "all", "--shm-size", "16g"]
+        for k in sorted(plan.env):
+            argv += ["-e", k]  # the value comes from the environment, never the command line
+        argv += ["-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface",
+                 "-v", f"{LAUNCH_DIR}:/launch", "-w", "/launch", image, *plan.argv]
+        return LaunchPlan(argv=argv, env=plan.env, files=plan.files, port=plan.port,
+                          ready_paths=plan.ready_paths)
 
     @property
     def launches(self) -> bool:

@@ -24,9 +24,14 @@ class LlamaCppAdapter(EngineAdapter):
         spec = self.sc.speculator
         if spec.method == "draft_model" and not spec.draft_model:
             raise EngineConfigError(
-                "speculator=draft_model needs speculator.draft_model (a GGUF path) for llama.cpp"
+                "speculator=draft_model needs speculator.draft_model (a GGUF path, or 'self' "
+                "for the model drafting for itself) for llama.cpp"
             )
         gguf_path(self.sc.model)  # fails early with an install hint if the weights are missing
+
+    def _draft_path(self) -> str | None:
+        d = self.sc.speculator.draft_model
+        return str(gguf_path(self.sc.model)) if d == "self" else d
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
         spec = self.sc.speculator
@@ -45,7 +50,10 @@ class LlamaCppAdapter(EngineAdapter):
                 "method": spec.method,
                 "k": spec.k,
                 "ngram_max": spec.ngram_max,
-                "draft_path": spec.draft_model,
+                "draft_path": self._draft_path(),
+                # Injected acceptance: llama.cpp's synthetic acceptance takes the same
+                # per-position unconditional rates as vLLM's synthetic rejection sampler.
+                "synthetic_rates": self.synthetic_rates(),
             }
         argv = [sys.executable, "-m", "harness.engines.llamacpp_server", json.dumps(cfg)]
         return LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port,

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from harness.engines.base import LaunchPlan
+from harness.engines.base import LAUNCH_DIR, LaunchPlan
 
 _LOG_TAIL_LINES = 40
 
@@ -76,9 +76,10 @@ class ServerProcess:
         log.write(f"# argv: {self.plan.argv}\n".encode())
         log.flush()
         env = {**os.environ, **self.plan.env}
+        argv = [a.replace(LAUNCH_DIR, str(self.workdir.resolve())) for a in self.plan.argv]
         try:
             self.proc = subprocess.Popen(
-                self.plan.argv,
+                argv,
                 cwd=self.workdir,
                 env=env,
                 stdin=subprocess.DEVNULL,

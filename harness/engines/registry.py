@@ -5,17 +5,21 @@ from __future__ import annotations
 from harness.config.schema import SweepConfig
 from harness.engines.base import EngineAdapter
 
+_ADAPTERS = {
+    "llamacpp": ("harness.engines.llamacpp", "LlamaCppAdapter"),
+    "vllm": ("harness.engines.vllm", "VllmAdapter"),
+    "sglang": ("harness.engines.sglang", "SglangAdapter"),
+    "trtllm": ("harness.engines.trtllm", "TrtllmAdapter"),
+    "atom": ("harness.engines.atom", "AtomAdapter"),
+    "endpoint": ("harness.engines.endpoint", "EndpointAdapter"),
+}
+
 
 def adapter_class(kind: str) -> type[EngineAdapter]:
-    if kind == "llamacpp":
-        from harness.engines.llamacpp import LlamaCppAdapter
+    import importlib
 
-        return LlamaCppAdapter
-    if kind == "endpoint":
-        from harness.engines.endpoint import EndpointAdapter
-
-        return EndpointAdapter
-    raise KeyError(kind)
+    module, name = _ADAPTERS[kind]
+    return getattr(importlib.import_module(module), name)
 
 
 def make_adapter(sc: SweepConfig) -> EngineAdapter:

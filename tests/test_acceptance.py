@@ -1,0 +1,135 @@
+"""The acceptance table, lookups, injection plans and the embedded engine's flags."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from harness.config.compose import compose_sweep
+from harness.config.errors import ConfigError
+from harness.engines.llamacpp import LlamaCppAdapter
+from harness.spec.acceptance import (
+    TABLE_DIR,
+    AcceptanceRow,
+    load_table,
+    lookup,
+    resolve,
+    synthetic_rates,
+)
+from tests.helpers import harness
+
+
+@pytest.fixture(scope="module")
+def table():
+    return load_table()
+
+
+@pytest.mark.parametrize(("al", "k", "rates"), [
+    (2.5, 4, [1.0, 0.5, 0.0, 0.0]), (3.5, 4, [1.0, 1.0, 0.5, 0.0]), (1.0, 3, [0.0, 0.0, 0.0]),
+    (5.0, 4, [1.0, 1.0, 1.0, 1.0]), (1.5, 1, [0.5]), (2.25, 3, [1.0, 0.25, 0.0])])
+def test_synthetic_rates_are_vllms(al, k, rates) -> None:
+    assert synthetic_rates(al, k) == pytest.approx(rates)
+    assert 1 + sum(synthetic_rates(al, k)) == pytest.approx(al)
+
+
+def test_synthetic_rates_outside_one_to_k_plus_one() -> None:
+    with pytest.raises(ValueError, match=r"\[1, 4\]"):
+        synthetic_rates(4.5, 3)
+
+
+# yaml model key -> (table model id, speculator)
+GOLDEN = {"dsv4_mtp.yaml": ("deepseek-v4-pro", "mtp"), "glm5.2_mtp.yaml": ("glm-5.2", "mtp"),
+          "kimik2.5_eagle3.yaml": ("kimi-k2.5", "eagle3"),
+          "qwen3.5_mtp.yaml": ("qwen3.5-397b-a17b", "mtp"),
+          "minimaxm3_eagle3.yaml": ("minimax-m3", "eagle3"),
+          "minimaxm3_eagle3_gqa.yaml": ("minimax-m3", "eagle3-gqa")}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_table_matches_the_golden_yaml_files(table, name) -> None:
+    model, spec = GOLDEN[name]
+    doc = yaml.safe_load((TABLE_DIR / "source" / "inferencex_golden_al" / name).read_text())
+    (curves,) = doc.values()
+    n = 0
+    for mode, by_k in curves.items():
+        thinking = {"thinking_on": "on", "thinking_off": "off"}[mode]
+        for k, al in by_k.items():
+            rows = [r for r in table if (r.model, r.speculator, r.k, r.thinking) ==
+                    (model, spec, int(k), thinking) and "golden" in r.source_kind]
+            assert len(rows) == 1 and rows[0].al == pytest.approx(round(float(al), 2))
+            n += 1
+    assert n >= 8
+
+
+def test_lookup_prefers_exact_thinking_then_na(table) -> None:
+    assert lookup(table, "glm-5.2", "mtp", 4, True).al == 3.33
+    assert lookup(table, "deepseek-v4-pro", "mtp", 4, False).al == 3.0
+    # Llama-4-Maverick rows are "n/a" (non-reasoning): they answer either mode
+    assert lookup(table, "llama-4-maverick", "eagle3", 3, False).thinking == "n/a"
+
+
+def test_lookup_without_an_entry_names_the_nearest(table) -> None:
+    with pytest.raises(KeyError) as ei:
+        lookup(table, "glm-5.2", "mtp", 12, True)
+    msg = ei.value.args[0]
+    assert "no acceptance length for model 'glm-5.2', speculator 'mtp', k=12" in msg
+    assert "glm-5.2 / mtp / k=8 / thinking on: AL 4.06" in msg
+
+
+def _sc(*overrides):
+    return compose_sweep(list(overrides))
+
+
+def test_agentic_speculative_points_inject_the_table_value_by_default() -> None:
+    sc = _sc("model=deepseek-r1", "scenarios=agentic-weka", "speculator=mtp",
+             "speculator.k=3", "engine=endpoint", "engine.url=http://x",
+             "engine.can_inject_acceptance=true", "model.name=glm-5.2", "thinking=true")
+    plan = resolve(sc, can_inject=True, where="w")
+    assert (plan.mode, plan.length) == ("injected", 2.99)
+    assert plan.source.startswith("table published.csv:") and "InferenceX" in plan.source
+
+
+def test_fixed_sequence_speculative_points_run_real_acceptance() -> None:
+    sc = _sc("speculator=ngram")
+    assert resolve(sc, can_inject=True, where="w").mode == "real"
+
+
+def test_an_engine_that_cannot_inject_refuses_unless_real_is_asked() -> None:
+    sc = _sc("scenarios=agentic-weka-cpu", "speculator=ngram",
+             "speculator.acceptance.length=2.0")
+    with pytest.raises(ConfigError) as ei:
+        resolve(sc, can_inject=False, where="recipes/speculator/ngram.yaml")
+    assert ei.value.key == "speculator.acceptance.mode"
+    assert "speculator.acceptance.mode=real" in ei.value.fix
+    real = resolve(_sc("scenarios=agentic-weka-cpu", "speculator=ngram",
+                       "speculator.acceptance.mode=real"), can_inject=False, where="w")
+    assert real.mode == "real" and not real.representative
+
+
+def test_missing_table_entry_is_a_config_error() -> None:
+    sc = _sc("scenarios=agentic-weka-cpu", "speculator=ngram", "speculator.k=9")
+    with pytest.raises(ConfigError, match="nearest entries"):
+        resolve(sc, can_inject=True, where="w", table=[AcceptanceRow("x", "ngram", 2, "n/a", 2.0)])
+
+
+def test_llamacpp_flags_for_injected_and_real_acceptance() -> None:
+    inj = LlamaCppAdapter(_sc("speculator=draft_model", "speculator.draft_model=self",
+                              "speculator.k=4"))
+    inj.acceptance = resolve(_sc("speculator=draft_model", "speculator.k=4",
+                                 "speculator.acceptance.mode=injected",
+                                 "speculator.acceptance.length=2.5"), True, "w")
+    cfg = json.loads(inj.launch_plan(8000, 2).argv[-1])
+    assert cfg["speculative"]["synthetic_rates"] == [1.0, 0.5, 0.0, 0.0]
+    assert cfg["speculative"]["draft_path"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    real = LlamaCppAdapter(_sc("speculator=ngram", "speculator.k=5"))
+    cfg = json.loads(real.launch_plan(8000, 2).argv[-1])
+    assert cfg["speculative"] == {"method": "ngram", "k": 5, "ngram_max": 3,
+                                  "draft_path": None, "synthetic_rates": None}
+    assert cfg["n_parallel"] == 2 and cfg["n_ctx"] == 2 * (128 + 64 + 256)
+
+
+def test_acceptance_list_cli() -> None:
+    r = harness("acceptance", "list", "--model", "kimi-k2.5")
+    assert r.returncode == 0 and "16 rows" in r.stdout and "eagle3" in r.stdout

@@ -1,0 +1,129 @@
+"""Golden commands: the exact argument list, environment and files each engine gets."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import yaml
+
+from harness.config.compose import compose_sweep
+from harness.engines.registry import make_adapter
+from harness.spec.acceptance import AcceptancePlan
+
+PY = sys.executable
+
+
+def _plan(overrides, acceptance=None, port=30000, conc=128):
+    a = make_adapter(compose_sweep(overrides))
+    if acceptance is not None:
+        a.acceptance = acceptance
+    return a.launch_plan(port, conc)
+
+
+def test_sglang_dsr1_fp4_b200_tp4_mtp3() -> None:
+    p = _plan(["recipe=dsr1-fp4-b200-sglang-mtp"])
+    assert p.argv == [
+        PY, "-m", "sglang.launch_server",
+        "--model-path", "nvidia/DeepSeek-R1-0528-FP4-v2", "--served-model-name", "dsr1",
+        "--host", "127.0.0.1", "--port", "30000", "--tp", "4",
+        "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
+        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
+        "--disable-radix-cache", "--context-length", str(8192 + 1024 + 256),
+        "--max-running-requests", "128",
+    ]
+    assert p.env == {}
+
+
+def test_sglang_injection_environment() -> None:
+    p = _plan(["recipe=dsr1-fp4-b200-sglang-mtp"], AcceptancePlan("injected", 2.49, "t"))
+    assert p.env == {"SGLANG_SIMULATE_ACC_LEN": "2.49",
+                     "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
+                     "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
+
+
+def test_vllm_dsr1_fp8_h200_tp8_mtp() -> None:
+    p = _plan(["recipe=dsr1-fp8-h200-vllm-mtp"], port=8000, conc=64)
+    assert p.argv == [
+        PY, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", "deepseek-ai/DeepSeek-R1-0528", "--served-model-name", "dsr1",
+        "--host", "127.0.0.1", "--port", "8000", "--tensor-parallel-size", "8",
+        "--max-model-len", str(1024 + 1024 + 256), "--max-num-seqs", "64",
+        "--no-enable-prefix-caching",
+        "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}',
+    ]
+
+
+def test_vllm_synthetic_acceptance_config() -> None:
+    p = _plan(["recipe=dsr1-fp8-h200-vllm-mtp", "speculator.k=3"],
+              AcceptancePlan("injected", 2.5, "t"))
+    spec = json.loads(p.argv[p.argv.index("--speculative-config") + 1])
+    assert spec == {"method": "mtp", "num_speculative_tokens": 3,
+                    "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5}
+
+
+def test_vllm_ngram_and_dp_attention() -> None:
+    p = _plan(["engine=vllm", "model=llama-3.3-70b", "chip=h100", "speculator=ngram",
+               "scenarios=fixed-1k1k", "topology.tp=8", "topology.dp_attention=true"], conc=16)
+    i = p.argv.index("--tensor-parallel-size")
+    assert p.argv[i:i + 5] == ["--tensor-parallel-size", "1", "--data-parallel-size", "8",
+                               "--enable-expert-parallel"]
+    spec = json.loads(p.argv[p.argv.index("--speculative-config") + 1])
+    assert spec == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3,
+                    "prompt_lookup_min": 2}
+
+
+def test_trtllm_dsr1_fp4_b200_dep8_mtp3_with_extra_options_yaml() -> None:
+    p = _plan(["recipe=dsr1-fp4-b200-trt-mtp-dep"], conc=256)
+    assert p.argv == [
+        "trtllm-serve", "nvidia/DeepSeek-R1-0528-FP4-v2", "--host", "127.0.0.1",
+        "--port", "30000", "--backend", "pytorch", "--tp_size", "8", "--ep_size", "8",
+        "--pp_size", "1", "--max_seq_len", str(1024 + 8192 + 256), "--max_batch_size", "256",
+        "--extra_llm_api_options", "extra_llm_api_options.yaml",
+    ]
+    assert yaml.safe_load(p.files["extra_llm_api_options.yaml"]) == {
+        "enable_attention_dp": True,
+        "kv_cache_config": {"enable_block_reuse": False},
+        "speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 3},
+    }
+    assert p.env == {}
+
+
+def test_trtllm_forced_acceptance_counts_drafts_only() -> None:
+    p = _plan(["recipe=dsr1-fp4-b200-trt-mtp-dep"], AcceptancePlan("injected", 2.5, "t"))
+    assert p.env == {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "1.5"}
+
+
+def test_atom_mtp_with_injected_acceptance() -> None:
+    p = _plan(["engine=atom", "model=deepseek-r1", "chip=mi355x", "speculator=mtp",
+               "speculator.k=3", "scenarios=fixed-8k1k", "topology.tp=8"],
+              AcceptancePlan("injected", 2.8, "t"), port=8000)
+    assert p.argv == [
+        PY, "-m", "atom.entrypoints.openai_server", "--model", "deepseek-ai/DeepSeek-R1-0528",
+        "--host", "127.0.0.1", "--port", "8000", "--tensor-parallel-size", "8",
+        "--method", "mtp", "--num-speculative-tokens", "3",
+        "--spec-decode-acceptance-length", "2.8", "--max-model-len", str(8192 + 1024 + 256),
+    ]
+
+
+def test_container_image_wraps_the_command_and_passes_env_by_name() -> None:
+    p = _plan(["recipe=dsr1-fp4-b200-sglang-mtp", "engine.image=lmsysorg/sglang:v0.5.23"],
+              AcceptancePlan("injected", 2.49, "t"))
+    assert p.argv[:9] == ["docker", "run", "--rm", "--network", "host", "--ipc", "host",
+                          "--gpus", "all"]
+    assert "-e" in p.argv and "SGLANG_SIMULATE_ACC_LEN" in p.argv
+    assert "2.49" not in p.argv  # values stay in the environment
+    i = p.argv.index("lmsysorg/sglang:v0.5.23")
+    assert p.argv[i + 1:i + 4] == [PY, "-m", "sglang.launch_server"]
+    assert "{launch_dir}:/launch" in p.argv
+
+
+def test_no_engine_builds_a_shell_string() -> None:
+    for ov in (["recipe=dsr1-fp4-b200-sglang-mtp"], ["recipe=dsr1-fp8-h200-vllm-mtp"],
+               ["recipe=dsr1-fp4-b200-trt-mtp-dep"],
+               ["engine=vllm", "engine.extra_args=[--x, 'a b; rm -rf /']"]):
+        p = _plan(ov)
+        assert isinstance(p.argv, list) and all(isinstance(a, str) for a in p.argv)
+        assert "sh" not in p.argv[:1] and "-c" not in p.argv[:2]
+    p = _plan(["engine=vllm", "engine.extra_args=[--x, 'a b; rm -rf /']"])
+    assert p.argv[-1] == "a b; rm -rf /"  # one argument, never interpreted by a shell
