@@ -125,7 +125,7 @@ def test_llamacpp_flags_for_injected_and_real_acceptance() -> None:
     assert cfg["speculative"]["draft_path"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
     real = LlamaCppAdapter(_sc("speculator=ngram", "speculator.k=5"))
     cfg = json.loads(real.launch_plan(8000, 2).argv[-1])
-    assert cfg["speculative"] == {"method": "ngram", "k": 5, "ngram_max": 3,
+    assert cfg["speculative"] == {"method": "ngram", "k": 5, "ngram_min": 2,
                                   "draft_path": None, "synthetic_rates": None}
     assert cfg["n_parallel"] == 2 and cfg["n_ctx"] == 2 * (128 + 64 + 256)
 

@@ -69,7 +69,7 @@ def test_vllm_ngram_and_dp_attention() -> None:
     assert p.argv[i:i + 5] == ["--tensor-parallel-size", "1", "--data-parallel-size", "8",
                                "--enable-expert-parallel"]
     spec = json.loads(p.argv[p.argv.index("--speculative-config") + 1])
-    assert spec == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3,
+    assert spec == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4,
                     "prompt_lookup_min": 2}
 
 

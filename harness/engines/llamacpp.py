@@ -49,7 +49,7 @@ class LlamaCppAdapter(EngineAdapter):
             cfg["speculative"] = {
                 "method": spec.method,
                 "k": spec.k,
-                "ngram_max": spec.ngram_max,
+                "ngram_min": spec.ngram_min,
                 "draft_path": self._draft_path(),
                 # Injected acceptance: llama.cpp's synthetic acceptance takes the same
                 # per-position unconditional rates as vLLM's synthetic rejection sampler.

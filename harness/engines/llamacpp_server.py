@@ -35,7 +35,9 @@ def build_params(cfg: dict[str, Any]) -> Any:
     method = spec.get("method", "none")
     if method == "ngram":
         p.speculative.types = [x.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
-        p.speculative.ngram_simple.size_n = int(spec.get("ngram_max", 4))
+        # This llama.cpp drafts nothing (or stalls) when the looked-up n-gram is longer than
+        # the draft: keep size_n <= size_m.
+        p.speculative.ngram_simple.size_n = min(int(spec.get("ngram_min", 2)), int(spec["k"]))
         p.speculative.ngram_simple.size_m = int(spec["k"])
         p.speculative.draft.n_max = int(spec["k"])
     elif method == "draft_model":

@@ -22,6 +22,16 @@ class VllmAdapter(EngineAdapter):
         accepted="vllm:spec_decode_num_accepted_tokens_total",
     )
 
+    @property
+    def checkpoint(self) -> str:
+        """GGUF-only models (the embedded SmolLM2) are served from a converted checkpoint."""
+        m = self.sc.model
+        if m.gguf.package or m.gguf.path:
+            from harness.engines.hf_checkpoint import hf_checkpoint
+
+            return str(hf_checkpoint(m))
+        return super().checkpoint
+
     def speculative_config(self) -> dict[str, Any] | None:
         spec = self.sc.speculator
         if spec.method == "none":
@@ -29,7 +39,8 @@ class VllmAdapter(EngineAdapter):
         cfg: dict[str, Any] = {"method": VLLM_METHODS.get(spec.method, spec.method),
                                "num_speculative_tokens": spec.k}
         if spec.method in ("eagle3", "eagle", "draft_model") and spec.draft_model:
-            cfg["model"] = spec.draft_model
+            # "self": the model drafts for itself (forced acceptance then controls the AL)
+            cfg["model"] = self.checkpoint if spec.draft_model == "self" else spec.draft_model
         if spec.method == "ngram":
             cfg["prompt_lookup_max"] = spec.ngram_max
             cfg["prompt_lookup_min"] = spec.ngram_min
