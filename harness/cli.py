@@ -19,6 +19,10 @@ commands:
   traces      inspect trace files (`harness traces stats FILE...`)
   acceptance  the acceptance-length table (`harness acceptance list`)
   calibrate   measure acceptance lengths on real agentic-coding text
+  ingest-inferencex  InferenceX published rows -> a run directory
+  table       throughput at interactivity targets along each frontier (CSV, Markdown)
+  gate        compare a candidate run with a baseline (exit 0 pass, 1 regression, 2 invalid)
+  baseline    save a run's points as a committed baseline
 """
 
 
@@ -33,8 +37,8 @@ def _force_value_overrides(argv: list[str]) -> list[str]:
     out = []
     for a in argv:
         key = a.split("=", 1)[0]
-        if (a.startswith("-") or "=" not in a or key[:1] in "+~" or key.startswith("hydra.")
-                or key in GROUP_DIRS or "@" in key):
+        if (a.startswith("-") or "=" not in a or key[:1] in "+~" or key.startswith("hydra")
+                or key in GROUP_DIRS or "@" in key or "/" in key):
             out.append(a)
         else:
             out.append("++" + a)
@@ -152,8 +156,105 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _ingest(argv: list[str]) -> int:
+    from harness.ingest import IngestError, ingest
+
+    p = argparse.ArgumentParser(prog="harness ingest-inferencex",
+                                description="Convert InferenceX dashboard rows into a run "
+                                            "directory of harness points.")
+    p.add_argument("rows", type=Path, help="JSON rows (GET /api/v1/benchmarks format)")
+    p.add_argument("--out", type=Path, required=True, help="run directory to write")
+    a = p.parse_args(argv)
+    try:
+        points = ingest(a.rows, a.out)
+    except IngestError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return 2
+    print(f"{len(points)} points written to {a.out}")
+    return 0
+
+
+def _gate(argv: list[str]) -> int:
+    import json as _json
+
+    from harness.dashboards.page import load_points
+    from harness.gate import DEFAULT_METRICS, METRICS, gate, to_json, to_markdown
+
+    p = argparse.ArgumentParser(
+        prog="harness gate",
+        description="Compare a candidate run with a baseline. Exit 0 pass, 1 regression, "
+                    "2 invalid or unusable input.")
+    p.add_argument("--baseline", type=Path, required=True, nargs="+")
+    p.add_argument("--candidate", type=Path, required=True, nargs="+")
+    p.add_argument("--threshold", type=float, default=0.05, help="relative change (0.05 = 5%%)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (repeats)")
+    p.add_argument("--metric", nargs="+", default=list(DEFAULT_METRICS), choices=sorted(METRICS))
+    p.add_argument("--markdown", type=Path, help="write the summary here (e.g. "
+                                                 "$GITHUB_STEP_SUMMARY)")
+    p.add_argument("--json", type=Path, help="write the full report here")
+    a = p.parse_args(argv)
+    try:
+        base, cand = load_points(a.baseline), load_points(a.candidate)
+    except FileNotFoundError as e:
+        print(f"harness gate: {e}", file=sys.stderr)
+        return 2
+    rep = gate(base, cand, a.metric, a.threshold, a.alpha)
+    md = to_markdown(rep, " ".join(map(str, a.baseline)), " ".join(map(str, a.candidate)))
+    print(md)
+    if a.markdown:
+        with a.markdown.open("a") as f:
+            f.write(md)
+    if a.json:
+        a.json.write_text(_json.dumps(to_json(rep), indent=1, allow_nan=True))
+    return rep.exit_code
+
+
+def _table(argv: list[str]) -> int:
+    from harness.dashboards.page import load_points
+    from harness.tables import frontier_table, to_csv, to_markdown
+
+    p = argparse.ArgumentParser(prog="harness table",
+                                description="Throughput at interactivity targets, read off "
+                                            "each frontier (monotone, never extrapolated).")
+    p.add_argument("runs", nargs="+", type=Path)
+    p.add_argument("--targets", type=float, nargs="+", required=True)
+    p.add_argument("--x", default="median_intvty")
+    p.add_argument("--y", default="tput_per_gpu")
+    p.add_argument("--csv", type=Path)
+    p.add_argument("--markdown", type=Path)
+    a = p.parse_args(argv)
+    rows = frontier_table(load_points(a.runs), a.targets, a.x, a.y)
+    md = to_markdown(rows)
+    print(md)
+    if a.csv:
+        a.csv.write_text(to_csv(rows))
+    if a.markdown:
+        a.markdown.write_text(md)
+    return 0
+
+
+def _baseline(argv: list[str]) -> int:
+    import shutil
+
+    p = argparse.ArgumentParser(prog="harness baseline",
+                                description="Save a run's points as a committed baseline.")
+    p.add_argument("run", type=Path)
+    p.add_argument("--to", type=Path, required=True, help="e.g. results/baselines/<name>")
+    a = p.parse_args(argv)
+    if not (a.run / "points.jsonl").is_file():
+        print(f"harness baseline: {a.run} has no points.jsonl", file=sys.stderr)
+        return 2
+    a.to.mkdir(parents=True, exist_ok=True)
+    for name in ("points.jsonl", "run.json"):
+        if (a.run / name).is_file():
+            shutil.copy2(a.run / name, a.to / name)
+    print(f"baseline saved: {a.to}")
+    return 0
+
+
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
-            "acceptance": _acceptance, "calibrate": _calibrate}
+            "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
+            "gate": _gate, "table": _table, "baseline": _baseline}
 
 
 def main(argv: list[str] | None = None) -> int:

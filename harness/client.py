@@ -30,6 +30,7 @@ from harness.records import RequestRecord, RequestSpec
 from harness.sse import StreamAccumulator
 
 _LAG_PROBE_S = 0.005
+STALL_ERROR = "stalled: no data"
 T = TypeVar("T")
 
 
@@ -38,6 +39,7 @@ class ClientSettings:
     base_url: str
     timeout_s: float = 3600.0
     connect_timeout_s: float = 30.0
+    stall_timeout_s: float = 600.0  # no byte for this long on a stream: the request fails
     api_key_env: str | None = None  # name of the environment variable holding the key
     keep_alive: bool = True  # False: a new connection per request (servers that close anyway)
     strict_sse: bool = False
@@ -110,7 +112,8 @@ class StreamingClient:
             limit=0, ttl_dns_cache=None, force_close=not self.settings.keep_alive
         )
         timeout = aiohttp.ClientTimeout(
-            total=self.settings.timeout_s, sock_connect=self.settings.connect_timeout_s
+            total=self.settings.timeout_s, sock_connect=self.settings.connect_timeout_s,
+            sock_read=self.settings.stall_timeout_s,
         )
         # Stamp send time when the body is on the socket, not when we start building the
         # request: aiohttp spends 0.3-0.5 ms per request before that on a slow core, which is
@@ -221,7 +224,12 @@ class StreamingClient:
             acc.finish(rec, clock())
         except TimeoutError:
             acc.finish(rec, clock())
-            rec.error = f"timeout after {self.settings.timeout_s:g} s (client.timeout_s)"
+            elapsed = clock() - rec.issue_ts
+            if elapsed < self.settings.timeout_s:
+                rec.error = (f"{STALL_ERROR} for {self.settings.stall_timeout_s:g} s "
+                             "(client.stall_timeout_s)")
+            else:
+                rec.error = f"timeout after {self.settings.timeout_s:g} s (client.timeout_s)"
         except (aiohttp.ClientError, OSError) as exc:
             acc.finish(rec, clock())
             rec.error = f"{type(exc).__name__}: {exc}"[:500]

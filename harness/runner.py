@@ -18,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from harness import agentic
-from harness.client import ClientSettings
+from harness.client import STALL_ERROR, ClientSettings
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
 from harness.engines.base import EngineAdapter
@@ -123,7 +123,8 @@ def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
     if not todo:
         return []
     settings = ClientSettings(
-        base_url="", timeout_s=sc.client.timeout_s, api_key_env=sc.engine.api_key_env,
+        base_url="", timeout_s=sc.client.timeout_s, stall_timeout_s=sc.client.stall_timeout_s,
+        api_key_env=sc.engine.api_key_env,
         strict_sse=sc.client.strict_sse, max_stamp_err_ms=sc.client.max_stamp_err_ms,
         max_cpu_share=sc.client.max_cpu_share, keep_alive=adapter.keep_alive,
     )
@@ -143,8 +144,9 @@ def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
             record = _run_point(job, eng, p)
             run.append_point(record)
             written.append(record)
-            if not eng.alive():
-                print(f"engine died during {p.point_id}; restarting it")
+            if record["status"] == "failed" and eng.launches_engine:
+                print(f"engine failed during {p.point_id} ({record['invalid_reasons'][0]}"
+                      .splitlines()[0] + "); restarting it")
                 eng.restart()
     print_summary(written)
     return written
@@ -195,6 +197,9 @@ def _run_point(job: Job, eng: EngineSession, p: PlannedPoint) -> dict[str, Any]:
     if not eng.alive():
         status = "failed"
         reasons.insert(0, eng.failure_reason())
+    elif hung(meas.measured.records):
+        status = "failed"
+        reasons.insert(0, eng.hang_reason(sc.client.stall_timeout_s))
     return {
         "point_id": p.point_id,
         "run_id": sc.run_id,
@@ -216,6 +221,13 @@ def _run_point(job: Job, eng: EngineSession, p: PlannedPoint) -> dict[str, Any]:
         **job.adapter.acceptance.fields(),
         **spec,
     }
+
+
+def hung(records: list) -> bool:
+    """Most requests of the point stalled (the client's per-read timeout): the server is alive
+    but no longer answering."""
+    stalled = sum(1 for r in records if r.error.startswith(STALL_ERROR))
+    return bool(records) and stalled * 2 >= len(records)
 
 
 def acceptance_verdict(plan: AcceptancePlan, spec: dict[str, Any], tolerance: float

@@ -134,6 +134,7 @@ class TopologyConfig:
 @dataclass
 class ClientConfig:
     timeout_s: float = 3600.0
+    stall_timeout_s: float = 600.0  # a stream silent this long fails; most failing = hung engine
     strict_sse: bool = False
     max_stamp_err_ms: float = 1.0
     max_cpu_share: float = 0.95

@@ -101,8 +101,14 @@ class EngineAdapter(ABC):
         """Run the plan inside engine.image when one is set (docker; under Slurm the job's
         srun --container-image does it instead, see harness.distributed)."""
         image = self.sc.engine.image
-        if not image or self.sc.engine.container_runtime != "docker":
+        if not image:
             return plan
+        if self.sc.engine.container_runtime == "pyxis":  # inside a Slurm allocation
+            argv = ["srun", "--overlap", "--ntasks=1", f"--container-image={image}",
+                    f"--container-mounts={LAUNCH_DIR}:/launch", "--container-workdir=/launch",
+                    "--export=ALL", *plan.argv]
+            return LaunchPlan(argv=argv, env=plan.env, files=plan.files, port=plan.port,
+                              ready_paths=plan.ready_paths)
         argv = ["docker", "run", "--rm", "--network", "host", "--ipc", "host",
                 "--gpus", "all", "--shm-size", "16g"]
         for k in sorted(plan.env):

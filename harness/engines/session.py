@@ -112,6 +112,14 @@ class EngineSession:
         text = get_text(self.base_url + "/metrics")
         return prometheus.parse(text) if text else {}
 
+    @property
+    def launches_engine(self) -> bool:
+        return self.adapter.launches
+
+    def hang_reason(self, stall_s: float) -> str:
+        return (f"engine hung: most requests received nothing for {stall_s:g} s "
+                f"(client.stall_timeout_s); last log lines:\n{log_tail(self.log_path)}")
+
     def failure_reason(self) -> str:
         rc = self.proc.proc.returncode if self.proc and self.proc.proc else None
         return f"engine process died (exit code {rc}); last log lines:\n{log_tail(self.log_path)}"

@@ -70,4 +70,22 @@ class VllmAdapter(EngineAdapter):
         if spec is not None:
             argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
         argv += list(self.sc.engine.extra_args)
-        return self.containerize(LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port))
+        env = dict(self.sc.engine.env)
+        bind = cpu_bind(self.sc.engine.threads)
+        if bind is not None:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = bind
+        return self.containerize(LaunchPlan(argv=argv, env=env, port=port))
+
+
+def cpu_bind(threads: int | None) -> str | None:
+    """vLLM's CPU build spins its OpenMP threads on every core it is given; the client needs
+    one of its own to stamp arrivals on time. threads=-1: every core but the first; N > 0:
+    the last N cores; None: vLLM decides."""
+    import os
+
+    if threads is None:
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    chosen = cores[1:] if threads < 0 else cores[-threads:]
+    chosen = chosen or cores
+    return ",".join(str(c) for c in chosen)

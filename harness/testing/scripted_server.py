@@ -42,6 +42,9 @@ class Defaults:
     accept_len: float = 0.0  # > 1: report speculative counters realising this AL
     spec_k: int = 4
     model: str = "scripted"
+    api_key: str = ""  # when set, requests must carry "Authorization: Bearer <key>"
+    tokenizer: str = ""  # a tokenizer.json: count prompt tokens as a real server does
+    fail_every: int = 0  # > 0: every n-th request gets HTTP 500
 
 
 @dataclass
@@ -79,6 +82,16 @@ class ScriptedServer:
         self.d = defaults
         self.log: dict[str, dict[str, Any]] = {}
         self.counters = Counters()
+        self.tok = None
+        if defaults.tokenizer:
+            from tokenizers import Tokenizer
+
+            self.tok = Tokenizer.from_file(defaults.tokenizer)
+
+    def _count(self, text: str) -> int:
+        if self.tok is not None:
+            return len(self.tok.encode(text, add_special_tokens=False).ids)
+        return len(text.split())
 
     def _script(self, body: dict[str, Any]) -> dict[str, Any]:
         s = {
@@ -91,8 +104,14 @@ class ScriptedServer:
         s.update(body.get("x_script") or {})
         return s
 
+    def _authorized(self, request: web.Request) -> bool:
+        return not self.d.api_key or request.headers.get("Authorization") == (
+            f"Bearer {self.d.api_key}")
+
     async def completions(self, request: web.Request) -> web.StreamResponse:
         received = time.perf_counter()
+        if not self._authorized(request):
+            return web.json_response({"error": {"message": "invalid API key"}}, status=401)
         body = orjson.loads(await request.read())
         chat = request.path.endswith("/chat/completions")
         script = self._script(body)
@@ -101,15 +120,16 @@ class ScriptedServer:
         if "prompt_tokens" in script:
             prompt_tokens = int(script["prompt_tokens"])
         elif chat:
-            prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body["messages"])
+            prompt_tokens = sum(self._count(str(m.get("content", ""))) for m in body["messages"])
         else:
             prompt = body.get("prompt", "")
-            prompt_tokens = len(prompt) if isinstance(prompt, list) else len(prompt.split())
+            prompt_tokens = len(prompt) if isinstance(prompt, list) else self._count(prompt)
         truth: dict[str, Any] = {"received": received, "chunk_writes": [], "chunk_tokens": []}
         self.log[rid] = truth
         self.counters.requests += 1
         self.counters.prompt_tokens += prompt_tokens
-        if script["fail"] == "http500":
+        if script["fail"] == "http500" or (
+                self.d.fail_every and self.counters.requests % self.d.fail_every == 0):
             return web.json_response({"error": {"message": "scripted failure"}}, status=500)
 
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -179,7 +199,9 @@ class ScriptedServer:
     async def health(self, _: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
 
-    async def models(self, _: web.Request) -> web.Response:
+    async def models(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return web.json_response({"error": {"message": "invalid API key"}}, status=401)
         return web.json_response({"object": "list", "data": [{"id": self.d.model}]})
 
     def app(self) -> web.Application:
@@ -212,9 +234,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--accept-len", type=float, default=0.0)
     p.add_argument("--spec-k", type=int, default=4)
     p.add_argument("--model", default="scripted")
+    p.add_argument("--api-key-env", default="", help="require the key in this env variable")
+    p.add_argument("--tokenizer", default="", help="tokenizer.json to count prompt tokens")
+    p.add_argument("--fail-every", type=int, default=0, help="HTTP 500 on every n-th request")
     a = p.parse_args(argv)
+    import os
+
     d = Defaults(a.ttft_ms, a.itl_ms, a.tokens_per_chunk, a.slowdown, a.accept_len, a.spec_k,
-                 a.model)
+                 a.model, os.environ.get(a.api_key_env, "") if a.api_key_env else "",
+                 a.tokenizer, a.fail_every)
     # The stock loop, not uvloop: uvloop coalesces transport writes until the end of a loop
     # iteration, which would hold back a stream's last chunks behind the final writes.
     asyncio.run(_serve(a.port, d))

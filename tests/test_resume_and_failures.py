@@ -1,0 +1,114 @@
+"""Resume after SIGKILL, an engine killed mid-point, attach mode with a secret key."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from harness.results import read_points
+from harness.testing.spawn import spawn_server
+from tests.helpers import harness, wait_for
+
+pytestmark = pytest.mark.slow
+SMALL = ["scenario.requests_per_conc=3", "scenario.warmup_per_conc=1"]
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_sigkill_midway_then_rerun_keeps_every_point_exactly_once(tmp_path) -> None:
+    args = [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[1,2,3]", *SMALL,
+            f"results_dir={tmp_path}", "run_id=r"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    points = tmp_path / "r" / "points.jsonl"
+    try:
+        wait_for(lambda: points.is_file() and len(_lines(points)) >= 1, 300, "a first point")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    first = _lines(points)
+    assert 1 <= len(first) < 3
+    r = harness("sweep", "concurrency=[1,2,3]", *SMALL, f"results_dir={tmp_path}", "run_id=r")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"resuming: {len(first)} of 3 points already complete" in r.stdout
+    lines = _lines(points)
+    assert sorted(p["conc"] for p in lines) == [1, 2, 3]  # each exactly once, nothing lost
+    assert len({p["point_id"] for p in lines}) == 3
+    kept = {p["point_id"]: p for p in lines}
+    for p in first:  # complete points were kept, not redone
+        assert kept[p["point_id"]]["started_at"] == p["started_at"]
+    assert all((tmp_path / "r" / "requests" / f"{p['point_id']}.parquet").is_file()
+               for p in lines)
+    # --fresh: `fresh=true` redoes everything
+    r = harness("sweep", "concurrency=[1]", *SMALL, "fresh=true", f"results_dir={tmp_path}",
+                "run_id=r")
+    assert r.returncode == 0 and "resuming" not in r.stdout
+
+
+def test_engine_killed_mid_point_fails_that_point_and_the_sweep_goes_on(tmp_path) -> None:
+    args = [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[2,1]",
+            "scenario.requests_per_conc=6", "scenario.warmup_per_conc=1",
+            f"results_dir={tmp_path}", "run_id=k"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "k" / "servers" / "job0-fixed-128x64-llamacpp-none.log"
+    try:
+        wait_for(lambda: log.is_file() and log.read_text().count("prompt eval time") >= 3,
+                 300, "the first point to be under way")
+        (engine,) = _children(proc.pid)
+        os.kill(engine, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-3000:]
+    points = {p["conc"]: p for p in read_points(tmp_path / "k")}
+    assert points[2]["status"] == "failed" and not points[2]["valid"]
+    reason = points[2]["invalid_reasons"][0]
+    assert "engine process died (exit code -9)" in reason and "last log lines" in reason
+    assert points[2]["num_failed"] > 0  # the requests it broke are counted, not dropped
+    assert points[1]["status"] == "ok" and points[1]["valid"], points[1]["invalid_reasons"]
+    assert log.read_text().count("# argv:") == 2  # the engine was started again
+    assert "restarting it" in out
+
+
+def test_attach_mode_with_an_api_key_that_is_never_written(tmp_path) -> None:
+    secret = "sk-test-" + os.urandom(8).hex()
+    env = {"BENCH_KEY": secret}
+    os.environ["BENCH_KEY"] = secret
+    try:
+        with spawn_server("harness.testing.scripted_server", "--ttft-ms", "20", "--itl-ms", "2",
+                          "--api-key-env", "BENCH_KEY", env=env) as port:
+            r = harness("sweep", "engine=endpoint", f"engine.url=http://127.0.0.1:{port}",
+                        "engine.api_key_env=BENCH_KEY", "concurrency=[1,4]", *SMALL,
+                        f"results_dir={tmp_path}", "run_id=a")
+            assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+            unauthorized = harness("sweep", "engine=endpoint",
+                                   f"engine.url=http://127.0.0.1:{port}",
+                                   "engine.startup_timeout_s=3", "concurrency=[1]", *SMALL,
+                                   f"results_dir={tmp_path}", "run_id=b")
+    finally:
+        del os.environ["BENCH_KEY"]
+    points = read_points(tmp_path / "a")
+    assert len(points) == 2 and all(p["status"] == "ok" and p["engine"] == "endpoint"
+                                    and p["num_failed"] == 0 for p in points)
+    # The scripted server counts prompt words, not tokens: the harness must notice that.
+    for p in points:
+        assert all("prompt length" in why for why in p["invalid_reasons"]), p["invalid_reasons"]
+    assert unauthorized.returncode != 0 and "401" in unauthorized.stderr
+    for f in (tmp_path / "a").rglob("*"):
+        if f.is_file():
+            assert secret.encode() not in f.read_bytes(), f
+    assert secret not in r.stdout + r.stderr
