@@ -65,9 +65,23 @@ def _dashboard(argv: list[str]) -> int:
     p.add_argument("runs", nargs="+", type=Path, help="run directories (results/<run_id>)")
     p.add_argument("--out", type=Path, default=Path("dashboards/latest.html"))
     p.add_argument("--title", default="harness: throughput per GPU vs interactivity")
+    p.add_argument("--png", type=Path, help="also export one view as PNG (kaleido + Chromium)")
+    p.add_argument("--svg", type=Path, help="also export one view as SVG")
+    p.add_argument("--scenario", help="the view's scenario (default: the one with most points)")
+    p.add_argument("--x", default="median_intvty", help="the view's x axis key")
+    p.add_argument("--y", default="tput_per_gpu", help="the view's y axis key")
+    p.add_argument("--optimal-only", action="store_true", help="the view shows frontiers only")
     a = p.parse_args(argv)
     path = write_dashboard(a.runs, a.out, a.title)
     print(f"dashboard: {path}")
+    if a.png or a.svg:
+        from harness.dashboards.figure import build_figure, export_image
+        from harness.dashboards.page import load_points
+
+        fig = build_figure(load_points(a.runs), a.scenario, a.x, a.y, a.optimal_only, a.title)
+        for out in (a.png, a.svg):
+            if out:
+                print(f"image: {export_image(fig, out)}")
     return 0
 
 

@@ -153,7 +153,8 @@ def frontier_comparisons(baseline: Sequence[dict[str, Any]], candidate: Sequence
                          threshold: float, alpha: float, x: str = "median_intvty",
                          y: str = "tput_per_gpu") -> list[Comparison]:
     """Throughput along each series' frontier at matched interactivity: at every baseline
-    frontier x inside the candidate frontier's range, per repeat, never extrapolated."""
+    frontier x that every repeat's frontier on both sides covers (a curve of at least two
+    points), interpolated with the monotone spline, never extrapolated."""
     def series(points):
         out: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))
         for p in points:
@@ -166,14 +167,14 @@ def frontier_comparisons(baseline: Sequence[dict[str, Any]], candidate: Sequence
     for key in sorted(set(bs) & set(cs), key=str):
         b_fronts = [_frontier_points(v, x, y) for v in bs[key].values()]
         c_fronts = [_frontier_points(v, x, y) for v in cs[key].values()]
+        if any(len(fx) < 2 for fx, _ in b_fronts + c_fronts):
+            continue  # a single point is no curve; the point comparisons cover it
         xs = sorted({round(v, 6) for fx, _ in b_fronts for v in fx})
         for target in xs:
-            bv = [interpolate_at(fx, fy, target) for fx, fy in b_fronts if len(fx)]
-            cv = [interpolate_at(fx, fy, target) for fx, fy in c_fronts if len(fx)]
-            bv = [v for v in bv if math.isfinite(v)]
-            cv = [v for v in cv if math.isfinite(v)]
-            if not bv or not cv:
-                continue
+            bv = [interpolate_at(fx, fy, target) for fx, fy in b_fronts]
+            cv = [interpolate_at(fx, fy, target) for fx, fy in c_fronts]
+            if not all(math.isfinite(v) for v in bv + cv):
+                continue  # outside some repeat's measured frontier
             change, pval, reg, note = compare_samples(bv, cv, True, threshold, alpha)
             out.append(Comparison(f"frontier {series_label(key[0])} · {key[1]} @ {x}="
                                   f"{target:.4g}", y, float(np.mean(bv)), float(np.mean(cv)),

@@ -39,7 +39,7 @@ def test_twenty_percent_slower_fails_and_names_the_points(runs, tmp_path) -> Non
     assert r.returncode == 1, md
     assert "## Performance gate: **REGRESSION**" in md and "### Regressions" in md
     regressed = {c["what"] for c in js["comparisons"] if c["regression"]}
-    for conc in (1, 4, 16):
+    for conc in (1, 4, 8):
         assert any(f"conc {conc}" in w for w in regressed), regressed
     tput = next(c for c in js["comparisons"] if c["metric"] == "tput_per_gpu"
                 and c["what"].endswith("conc 1"))

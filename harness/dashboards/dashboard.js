@@ -36,7 +36,9 @@ function scenarioKind(name) {
 function buildControls() {
   const c = document.getElementById("controls");
   const scen = uniq(DATA.points.map(p => p.scenario));
-  const first = DATA.default_scenario || scen[0];
+  // Open on the scenario with the most points.
+  const count = s => DATA.points.filter(p => p.scenario === s).length;
+  const first = DATA.default_scenario || scen.reduce((a, b) => (count(b) > count(a) ? b : a));
   c.appendChild(el("label", {for: "scenario"}, "Scenario "));
   const ss = select("scenario", scen.map(s => ({key: s, label: s})), first);
   // Agentic scenarios default to E2E-normalized interactivity P90, fixed ones to median.
@@ -170,7 +172,7 @@ function render() {
     title: {text: DATA.title},
     xaxis: {title: {text: xa.label}, zeroline: false},
     yaxis: {title: {text: ya.label}, zeroline: false},
-    hovermode: "closest", legend: {orientation: "h", y: -0.2},
+    hovermode: "closest", showlegend: true, legend: {orientation: "h", y: -0.2},
     margin: {t: 60, r: 20, b: 120, l: 80},
   };
   Plotly.react("chart", traces, layout, {displaylogo: false, responsive: true,
