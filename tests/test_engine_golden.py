@@ -127,3 +127,13 @@ def test_no_engine_builds_a_shell_string() -> None:
         assert "sh" not in p.argv[:1] and "-c" not in p.argv[:2]
     p = _plan(["engine=vllm", "engine.extra_args=[--x, 'a b; rm -rf /']"])
     assert p.argv[-1] == "a b; rm -rf /"  # one argument, never interpreted by a shell
+
+
+def test_pyxis_runs_the_engine_inside_the_slurm_allocation() -> None:
+    p = _plan(["recipe=dsr1-fp4-b200-sglang-mtp", "engine.image=lmsysorg/sglang:v0.5.23",
+               "engine.container_runtime=pyxis"])
+    assert p.argv[:6] == ["srun", "--overlap", "--ntasks=1",
+                          "--container-image=lmsysorg/sglang:v0.5.23",
+                          "--container-mounts={launch_dir}:/launch",
+                          "--container-workdir=/launch"]
+    assert p.argv[7:10] == [PY, "-m", "sglang.launch_server"]

@@ -84,6 +84,30 @@ def test_engine_killed_mid_point_fails_that_point_and_the_sweep_goes_on(tmp_path
     assert "restarting it" in out
 
 
+def test_engine_that_hangs_mid_point_is_failed_and_replaced(tmp_path) -> None:
+    args = [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[2,1]",
+            "scenario.requests_per_conc=6", "scenario.warmup_per_conc=1",
+            "client.stall_timeout_s=3", f"results_dir={tmp_path}", "run_id=h"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "h" / "servers" / "job0-fixed-128x64-llamacpp-none.log"
+    try:
+        wait_for(lambda: log.is_file() and log.read_text().count("prompt eval time") >= 3,
+                 300, "the first point to be under way")
+        (engine,) = _children(proc.pid)
+        os.kill(engine, signal.SIGSTOP)  # alive, holding its sockets, answering nothing
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-3000:]
+    points = {p["conc"]: p for p in read_points(tmp_path / "h")}
+    assert points[2]["status"] == "failed"
+    assert points[2]["invalid_reasons"][0].startswith("engine hung: most requests received "
+                                                      "nothing for 3 s")
+    assert points[1]["status"] == "ok" and points[1]["valid"], points[1]["invalid_reasons"]
+    assert log.read_text().count("# argv:") == 2
+
+
 def test_attach_mode_with_an_api_key_that_is_never_written(tmp_path) -> None:
     secret = "sk-test-" + os.urandom(8).hex()
     env = {"BENCH_KEY": secret}

@@ -106,6 +106,9 @@ class ScenarioConfig:
     api: str = "completions"  # completions | chat
     chat_template: bool | None = None  # None: on when a speculator runs (real acceptance)
     sampling: dict[str, Any] = field(default_factory=dict)  # extra sampling fields per request
+    # Give every request its own sampling `seed` (derived from the run seed): reproducible
+    # sampling, and reproducible forced acceptance (engines draw the accept uniforms per request).
+    seed_requests: bool = False
     min_success: float = 0.95  # a point with more failures than this share is invalid
     # agentic trace replay
     trace_files: list[str] = field(default_factory=list)  # relative to the repository root

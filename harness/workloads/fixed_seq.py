@@ -135,6 +135,8 @@ def build_fixed_point(
         else:
             body["prompt"] = builder.render(text)
         body["max_tokens"] = int(osls[i])
+        if scenario.seed_requests:
+            body["seed"] = int(rng.integers(0, 2**31 - 1))
         phase = PHASE_WARMUP if i < n_warm else PHASE_MEASURED
         specs.append(
             RequestSpec(
