@@ -58,54 +58,46 @@ def test_sigkill_midway_then_rerun_keeps_every_point_exactly_once(tmp_path) -> N
     assert r.returncode == 0 and "resuming" not in r.stdout
 
 
-def test_engine_killed_mid_point_fails_that_point_and_the_sweep_goes_on(tmp_path) -> None:
+def _disturb_engine_mid_point(tmp_path, run_id: str, sig: int, *extra: str) -> tuple[str, dict]:
+    """Run a two-point sweep (conc 2 then 1), send `sig` to the engine while the first point
+    is under way, let the sweep finish; return its output and points by concurrency."""
     args = [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[2,1]",
-            "scenario.requests_per_conc=6", "scenario.warmup_per_conc=1",
-            f"results_dir={tmp_path}", "run_id=k"]
+            "scenario.requests_per_conc=6", "scenario.warmup_per_conc=1", *extra,
+            f"results_dir={tmp_path}", f"run_id={run_id}"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    log = tmp_path / "k" / "servers" / "job0-fixed-128x64-llamacpp-none.log"
+    log = tmp_path / run_id / "servers" / "job0-fixed-128x64-llamacpp-none.log"
     try:
         wait_for(lambda: log.is_file() and log.read_text().count("prompt eval time") >= 3,
                  300, "the first point to be under way")
         (engine,) = _children(proc.pid)
-        os.kill(engine, signal.SIGKILL)
+        os.kill(engine, sig)
         out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, out[-3000:]
-    points = {p["conc"]: p for p in read_points(tmp_path / "k")}
+    assert log.read_text().count("# argv:") == 2  # the engine was started again
+    return out, {p["conc"]: p for p in read_points(tmp_path / run_id)}
+
+
+def test_engine_killed_mid_point_fails_that_point_and_the_sweep_goes_on(tmp_path) -> None:
+    out, points = _disturb_engine_mid_point(tmp_path, "k", signal.SIGKILL)
     assert points[2]["status"] == "failed" and not points[2]["valid"]
     reason = points[2]["invalid_reasons"][0]
     assert "engine process died (exit code -9)" in reason and "last log lines" in reason
     assert points[2]["num_failed"] > 0  # the requests it broke are counted, not dropped
     assert points[1]["status"] == "ok" and points[1]["valid"], points[1]["invalid_reasons"]
-    assert log.read_text().count("# argv:") == 2  # the engine was started again
     assert "restarting it" in out
 
 
 def test_engine_that_hangs_mid_point_is_failed_and_replaced(tmp_path) -> None:
-    args = [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[2,1]",
-            "scenario.requests_per_conc=6", "scenario.warmup_per_conc=1",
-            "client.stall_timeout_s=3", f"results_dir={tmp_path}", "run_id=h"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    log = tmp_path / "h" / "servers" / "job0-fixed-128x64-llamacpp-none.log"
-    try:
-        wait_for(lambda: log.is_file() and log.read_text().count("prompt eval time") >= 3,
-                 300, "the first point to be under way")
-        (engine,) = _children(proc.pid)
-        os.kill(engine, signal.SIGSTOP)  # alive, holding its sockets, answering nothing
-        out, _ = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out[-3000:]
-    points = {p["conc"]: p for p in read_points(tmp_path / "h")}
+    # SIGSTOP: alive, holding its sockets, answering nothing
+    _, points = _disturb_engine_mid_point(tmp_path, "h", signal.SIGSTOP,
+                                          "client.stall_timeout_s=3")
     assert points[2]["status"] == "failed"
     assert points[2]["invalid_reasons"][0].startswith("engine hung: most requests received "
                                                       "nothing for 3 s")
     assert points[1]["status"] == "ok" and points[1]["valid"], points[1]["invalid_reasons"]
-    assert log.read_text().count("# argv:") == 2
 
 
 def test_attach_mode_with_an_api_key_that_is_never_written(tmp_path) -> None:
