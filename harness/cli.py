@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -271,7 +272,14 @@ COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "gate": _gate, "table": _table, "baseline": _baseline}
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM (a scheduler cancelling the job, `kill`) unwinds like Ctrl-C: every `finally`
+    runs, so a launched engine is stopped rather than orphaned."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)

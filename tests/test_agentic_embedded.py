@@ -19,7 +19,7 @@ W = "scenarios/traces/weka-cc-traces"
 def agentic_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("agentic")
     r = harness("sweep", "scenarios=agentic-weka-cpu", "concurrency=[1,2,4]",
-                "scenario.duration_s=25", "scenario.min_measured_s=20",
+                "scenario.duration_s=15", "scenario.min_measured_s=12",
                 f"results_dir={root}", "run_id=ag")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return root / "ag"
@@ -42,12 +42,12 @@ def test_replay_structure_on_the_real_engine(agentic_run) -> None:
         assert p["num_prompt_mismatch"] == 0 and p["num_context_overflow"] == 0
         assert 0 < p["theoretical_hit_rate"] <= 1 and 0 < p["server_hit_rate"] <= 1
         assert p["qps"] > 0 and p["p90_e2e_intvty"] > 0
-        assert p["duration_s"] >= 25
+        assert p["duration_s"] >= 15
 
 
 def _hit_rate(tmp_path, trace: str) -> dict:
     r = harness("sweep", "scenarios=agentic-weka-cpu", "concurrency=[1]",
-                f"scenario.trace_files=[{W}/{trace}]", "scenario.duration_s=20",
+                f"scenario.trace_files=[{W}/{trace}]", "scenario.duration_s=15",
                 "scenario.min_measured_s=10", f"results_dir={tmp_path}", f"run_id={trace}")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return read_points(tmp_path / trace)[0]

@@ -42,21 +42,28 @@ def test_failed_start_shows_the_log_tail(tmp_path) -> None:
     assert not engine_pids()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_no_server_survives_the_harness(tmp_path, sig) -> None:
+@pytest.mark.parametrize(("sig", "when"), [
+    (signal.SIGINT, "starting"), (signal.SIGINT, "measuring"),
+    (signal.SIGTERM, "measuring"), (signal.SIGKILL, "measuring")])
+def test_no_server_survives_the_harness(tmp_path, sig, when) -> None:
     assert not engine_pids()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[1]",
-         "scenario.requests_per_conc=50", f"results_dir={tmp_path}", "run_id=k"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    out = tmp_path / "harness.out"
+    with out.open("w") as sink:  # a file, not a pipe nobody reads (that could block it)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[1]",
+             "scenario.requests_per_conc=50", f"results_dir={tmp_path}", "run_id=k"],
+            stdout=sink, stderr=subprocess.STDOUT,
+        )
     try:
         log = tmp_path / "k" / "servers" / "job0-fixed-128x64-llamacpp-none.log"
         wait_for(lambda: log.is_file() and engine_pids(), 120, "the engine to start")
-        wait_for(lambda: "listening on" in log.read_text(errors="replace"), 60,
-                 "the engine to listen")
+        marker = "listening on" if when == "starting" else "prompt eval time"
+        wait_for(lambda: marker in log.read_text(errors="replace"), 120, f"'{marker}'")
         os.kill(proc.pid, sig)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the harness ignored signal {sig}:\n{out.read_text()[-3000:]}")
         wait_for(lambda: not engine_pids(), 30, "the engine to stop")
     finally:
         if proc.poll() is None:

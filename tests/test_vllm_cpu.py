@@ -45,19 +45,19 @@ def test_two_point_sweep_through_vllm(tmp_path) -> None:
 def test_injected_acceptance_is_realised_and_moves_throughput(tmp_path) -> None:
     # The model drafts for itself (drafts at every step, so the AL is all that varies) and each
     # request carries its own seed: vLLM draws the acceptance uniforms per request, so the
-    # realised AL is reproducible, not a coin toss at the 2% edge. ~700-1200 drafts per point.
+    # realised AL is reproducible, not a coin toss at the 2% edge. ~400-900 drafts per point.
     r = harness("sweep", "-m", "engine=vllm-cpu", "precision=bf16", "speculator=draft_model",
                 "speculator.draft_model=self", "speculator.k=4",
                 "speculator.acceptance.mode=injected",
                 "speculator.acceptance.length=1.5,2.5,3.5", "concurrency=[8]",
-                "scenario.osl=128", "scenario.requests_per_conc=2",
+                "scenario.osl=96", "scenario.requests_per_conc=2",
                 "scenario.warmup_per_conc=1", "scenario.seed_requests=true",
                 "seed=11", f"results_dir={tmp_path}", "run_id=al", timeout=2400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     points = sorted(read_points(tmp_path / "al"), key=lambda p: p["spec_acceptance_length"])
     assert [p["spec_acceptance_length"] for p in points] == [1.5, 2.5, 3.5]
     for p in points:
-        assert p["spec_acceptance_mode"] == "injected" and p["spec_drafts"] > 500
+        assert p["spec_acceptance_mode"] == "injected" and p["spec_drafts"] > 300
         assert abs(p["spec_realised_al"] / p["spec_acceptance_length"] - 1) <= 0.02, p
     tput = [p["output_tput"] for p in points]
     assert tput[0] < tput[1] < tput[2], tput  # more accepted tokens per step, more tokens/s

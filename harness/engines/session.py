@@ -55,12 +55,15 @@ class EngineSession:
             self.launches += 1
             log.info("starting %s on port %d (log: %s)", a.kind, port, self.log_path)
             self.proc.start()
-            try:
+            try:  # whatever interrupts us from here on (Ctrl-C included), the engine goes
                 self.proc.wait_ready(a.sc.engine.startup_timeout_s)
+                self.base_url = self.proc.base_url
+                self.server_info = self._server_info()
+                self.version = a.version(self.server_info)
             except BaseException:
                 self.proc.stop()
                 raise
-            self.base_url = self.proc.base_url
+            return
         self.server_info = self._server_info()
         self.version = a.version(self.server_info)
 
