@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.client import ClientSettings, HealthProbe, PhaseResult, StreamingClient, run_async
+from harness.client import ClientSettings, PhaseResult, StreamingClient, run_async
+from harness.client_health import HealthProbe
 from harness.config.errors import ConfigError
 from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.config.validate import CONTEXT_MARGIN

@@ -18,18 +18,17 @@ import math
 import os
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
-import numpy as np
 from yarl import URL
 
 from harness import arrival
+from harness.client_health import ClientHealth, HealthProbe
 from harness.records import RequestRecord, RequestSpec
 from harness.sse import StreamAccumulator
 
-_LAG_PROBE_S = 0.005
 STALL_ERROR = "stalled: no data"
 T = TypeVar("T")
 
@@ -47,22 +46,6 @@ class ClientSettings:
     max_stamp_err_ms: float = 1.0
     # ...or when it used more than this share of a core.
     max_cpu_share: float = 0.95
-
-
-@dataclass(slots=True)
-class ClientHealth:
-    """How the client itself behaved during a phase."""
-
-    lag_p50_ms: float = math.nan  # how late a 5 ms timer fired
-    lag_p99_ms: float = math.nan
-    lag_max_ms: float = math.nan
-    # Estimated timestamp error of a chunk arriving at a random instant (see stamp_error_quantile)
-    stamp_err_p99_ms: float = math.nan
-    stamp_err_p999_ms: float = math.nan
-    cpu_share: float = math.nan  # process CPU seconds / wall seconds
-    inflight_mean: float = math.nan  # time-weighted mean of requests in flight
-    bottleneck: bool = False
-    reasons: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -264,81 +247,6 @@ async def _stamp_sent(_: object, ctx: Any, __: object) -> None:
     attempt = ctx.trace_request_ctx
     if isinstance(attempt, _Attempt):
         attempt.rec.send_ts = time.perf_counter()
-
-
-class HealthProbe:
-    """Samples event-loop lag and CPU share while a phase runs."""
-
-    def __init__(self, client: StreamingClient) -> None:
-        self.client = client
-        self._lags: list[float] = []
-        self._task: asyncio.Task[None] | None = None
-        self._cpu0 = 0.0
-        self._wall0 = 0.0
-
-    async def _probe(self) -> None:
-        while True:
-            t = time.perf_counter()
-            await asyncio.sleep(_LAG_PROBE_S)
-            self._lags.append(time.perf_counter() - t - _LAG_PROBE_S)
-
-    def start(self) -> None:
-        self._cpu0 = time.process_time()
-        self._wall0 = time.perf_counter()
-        self.client.reset_inflight_area()
-        self._task = asyncio.create_task(self._probe())
-
-    async def stop(self) -> ClientHealth:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        wall = max(time.perf_counter() - self._wall0, 1e-9)
-        h = ClientHealth()
-        h.cpu_share = (time.process_time() - self._cpu0) / wall
-        h.inflight_mean = self.client.inflight_area() / wall
-        if self._lags:
-            lags_ms = np.asarray(self._lags) * 1000.0
-            h.lag_p50_ms = float(np.percentile(lags_ms, 50))
-            h.lag_p99_ms = float(np.percentile(lags_ms, 99))
-            h.lag_max_ms = float(lags_ms.max())
-            h.stamp_err_p99_ms = stamp_error_quantile(lags_ms, wall * 1000.0, 0.99)
-            h.stamp_err_p999_ms = stamp_error_quantile(lags_ms, wall * 1000.0, 0.999)
-        s = self.client.settings
-        if h.stamp_err_p99_ms > s.max_stamp_err_ms:
-            h.reasons.append(
-                f"client timestamp error p99 ~{h.stamp_err_p99_ms:.1f} ms "
-                f"> {s.max_stamp_err_ms:g} ms (event loop busy or descheduled)"
-            )
-        if h.cpu_share > s.max_cpu_share:
-            h.reasons.append(f"client CPU share {h.cpu_share:.2f} > {s.max_cpu_share:g}")
-        h.bottleneck = bool(h.reasons)
-        return h
-
-
-def stamp_error_quantile(lags_ms: np.ndarray, wall_ms: float, q: float) -> float:
-    """Estimated q-quantile of the delay between a chunk's arrival and its timestamp.
-
-    A timer that fires L ms late reveals a span of about L ms in which the loop could not run;
-    a chunk arriving inside that span waits between 0 and L ms. With chunks arriving at random
-    instants, P(delay > x) = sum(max(0, L_i - x)) / wall. Timer granularity makes every timer a
-    little late, so the median lateness is taken as the baseline and only the excess counts.
-    """
-    if lags_ms.size == 0 or wall_ms <= 0:
-        return math.nan
-    excess = np.clip(lags_ms - np.median(lags_ms), 0.0, None)
-    target = (1.0 - q) * wall_ms
-
-    def time_above(x: float) -> float:
-        return float(np.clip(excess - x, 0.0, None).sum())
-
-    if time_above(0.0) <= target:
-        return 0.0
-    lo, hi = 0.0, float(excess.max())
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if time_above(mid) > target else (lo, mid)
-    return hi
 
 
 async def run_closed_loop(

@@ -9,13 +9,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.client import (
-    ClientHealth,
     ClientSettings,
     PhaseResult,
     StreamingClient,
     run_async,
     run_closed_loop,
 )
+from harness.client_health import ClientHealth
 from harness.engines import prometheus
 from harness.metrics import GpuCount, point_metrics
 from harness.records import RequestRecord, RequestSpec

@@ -41,9 +41,7 @@ class PromptBuilder:
 
     @classmethod
     def for_tokenizer(cls, tokenizer: Any, api: str, chat_template: bool) -> PromptBuilder:
-        special = set(tokenizer.all_special_ids)
-        vocab = np.array([i for i in range(len(tokenizer)) if i not in special], dtype=np.int64)
-        return cls(tokenizer, api, chat_template or api == "chat", vocab)
+        return cls(tokenizer, api, chat_template or api == "chat", prompt_vocabulary(tokenizer))
 
     def _random_text(self, rng: np.random.Generator, n: int) -> str:
         """Text that re-encodes to exactly n tokens (no special tokens added)."""
@@ -96,6 +94,25 @@ class PromptBuilder:
                 return text, got
             want += isl - got
         return text, got  # the closest we got; the mismatch is recorded per request
+
+
+def prompt_vocabulary(tokenizer: Any) -> np.ndarray:
+    """Token ids random prompts are drawn from: no special tokens, and none that is only
+    whitespace, holds a control character (\r, \n, \t...) or decodes to a partial UTF-8
+    sequence. Runs of those tokenize differently in different implementations of the same
+    tokenizer (llama.cpp merges "\r\n   \r\n" that Hugging Face splits), so a prompt exact for
+    ours would not be exact for the server's."""
+    special = set(tokenizer.all_special_ids)
+    keep = []
+    for i in range(len(tokenizer)):
+        if i in special:
+            continue
+        text = tokenizer.decode([i])
+        if (not text.strip() or "\ufffd" in text
+                or any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in text)):
+            continue
+        keep.append(i)
+    return np.array(keep, dtype=np.int64)
 
 
 def draw_lengths(rng: np.random.Generator, length: int, ratio: float, n: int) -> np.ndarray:
