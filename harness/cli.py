@@ -49,6 +49,8 @@ def _force_value_overrides(argv: list[str]) -> list[str]:
 def _sweep(argv: list[str]) -> int:
     from harness import sweep_app
 
+    # `--fresh` is the flag users expect; Hydra would reject it, so it becomes the setting
+    argv = ["fresh=true" if a == "--fresh" else a for a in argv]
     check_group_choices(argv)  # an unknown choice fails here with the options listed
     argv = _force_value_overrides(argv)
     if not any(a.split("=", 1)[0].lstrip("+") == "run_id" for a in argv) and "--help" not in argv \

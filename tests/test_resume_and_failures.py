@@ -52,10 +52,12 @@ def test_sigkill_midway_then_rerun_keeps_every_point_exactly_once(tmp_path) -> N
         assert kept[p["point_id"]]["started_at"] == p["started_at"]
     assert all((tmp_path / "r" / "requests" / f"{p['point_id']}.parquet").is_file()
                for p in lines)
-    # --fresh: `fresh=true` redoes everything
-    r = harness("sweep", "concurrency=[1]", *SMALL, "fresh=true", f"results_dir={tmp_path}",
+    # --fresh (or fresh=true) redoes everything
+    r = harness("sweep", "--fresh", "concurrency=[1]", *SMALL, f"results_dir={tmp_path}",
                 "run_id=r")
-    assert r.returncode == 0 and "resuming" not in r.stdout
+    assert r.returncode == 0 and "resuming" not in r.stdout, r.stderr[-2000:]
+    redone = {p["conc"]: p for p in _lines(points)}[1]  # the last line per point wins
+    assert redone["started_at"] != {p["conc"]: p for p in lines}[1]["started_at"]
 
 
 def _disturb_engine_mid_point(tmp_path, run_id: str, sig: int, *extra: str) -> tuple[str, dict]:
