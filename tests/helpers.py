@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+import uuid
+from pathlib import Path
+
+# Every process this test session starts inherits this tag, so engine checks see only our own
+# engines, never those of another suite (or a developer's run) on the same machine.
+SESSION_TAG = "HARNESS_TEST_SESSION"
+os.environ.setdefault(SESSION_TAG, uuid.uuid4().hex)
 
 
 def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -13,10 +21,18 @@ def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
 
 
 def engine_pids() -> list[int]:
-    """PIDs of embedded llama.cpp servers still running on this machine."""
+    """PIDs of embedded llama.cpp servers started by this test session and still running."""
     out = subprocess.run(["pgrep", "-f", "harness.engines.llamacpp_server"],
                          capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+    tag = f"{SESSION_TAG}={os.environ[SESSION_TAG]}".encode()
+    mine = []
+    for pid in map(int, out.split()):
+        try:
+            if tag in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                mine.append(pid)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return mine
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:

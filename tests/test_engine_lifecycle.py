@@ -42,6 +42,13 @@ def test_failed_start_shows_the_log_tail(tmp_path) -> None:
     assert not engine_pids()
 
 
+def _as_at_a_terminal() -> None:
+    """A shell that starts the suite in the background hands its children SIGINT ignored
+    (POSIX), and a Python started so rightly keeps ignoring it; Ctrl-C at a terminal is what
+    this test models, so the harness starts with the default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("sig", "when"), [
     (signal.SIGINT, "starting"), (signal.SIGINT, "measuring"),
     (signal.SIGTERM, "measuring"), (signal.SIGKILL, "measuring")])
@@ -52,7 +59,7 @@ def test_no_server_survives_the_harness(tmp_path, sig, when) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[1]",
              "scenario.requests_per_conc=50", f"results_dir={tmp_path}", "run_id=k"],
-            stdout=sink, stderr=subprocess.STDOUT,
+            stdout=sink, stderr=subprocess.STDOUT, preexec_fn=_as_at_a_terminal,
         )
     try:
         log = tmp_path / "k" / "servers" / "job0-fixed-128x64-llamacpp-none.log"
