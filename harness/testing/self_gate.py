@@ -24,12 +24,13 @@ from harness.weights import cache_dir
 
 BASELINE = repo_root() / "results" / "baselines" / "scripted"
 SERVER_ARGS = ("--ttft-ms", "25", "--itl-ms", "8", "--tokens-per-chunk", "1", "2")
-# The scripted server and the client share this machine's two cores; the check measures the
-# harness's throughput and latency, so its validity bound on the client's own (conservative)
-# timestamp-error estimate is 5 ms rather than the default 1 ms, which a 2-vCPU VM's scheduling
-# noise crosses now and then.
+# The scripted server and the client share this machine's two cores, and a 2-vCPU VM now and
+# then deschedules the client for several ms (a CI run saw a 5.9 ms p99 stamp-error estimate
+# at concurrency 4). The check gates throughput and median interactivity and TTFT, which a p99
+# stamp delay of a few ms cannot move (p50 stamp error is ~0.3 ms), so its validity bound on
+# that estimate is 20 ms rather than the default 1 ms; failures and the rest still invalidate.
 SWEEP_ARGS = ("concurrency=[1,4,8]", "repeats=3", "scenario.requests_per_conc=4",
-              "scenario.warmup_per_conc=1", "client.max_stamp_err_ms=5")
+              "scenario.warmup_per_conc=1", "client.max_stamp_err_ms=20")
 
 
 def tokenizer_file() -> Path:
