@@ -45,13 +45,15 @@ def test_two_point_sweep_through_vllm(tmp_path) -> None:
 def test_injected_acceptance_is_realised_and_moves_throughput(tmp_path) -> None:
     # The model drafts for itself (drafts at every step, so the AL is all that varies) and each
     # request carries its own seed: vLLM draws the acceptance uniforms per request, so the
-    # realised AL is reproducible, not a coin toss at the 2% edge. ~400-900 drafts per point.
+    # realised AL is reproducible, not a coin toss at the 2% edge. ~400-900 drafts per point;
+    # no warmup (it would only cost a minute: the acceptance counters are read around the
+    # measured requests).
     r = harness("sweep", "-m", "engine=vllm-cpu", "precision=bf16", "speculator=draft_model",
                 "speculator.draft_model=self", "speculator.k=4",
                 "speculator.acceptance.mode=injected",
                 "speculator.acceptance.length=1.5,2.5,3.5", "concurrency=[8]",
                 "scenario.osl=96", "scenario.requests_per_conc=2",
-                "scenario.warmup_per_conc=1", "scenario.seed_requests=true",
+                "scenario.warmup_per_conc=0", "scenario.seed_requests=true",
                 "seed=11", f"results_dir={tmp_path}", "run_id=al", timeout=2400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     points = sorted(read_points(tmp_path / "al"), key=lambda p: p["spec_acceptance_length"])
