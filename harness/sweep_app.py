@@ -11,6 +11,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from harness.config.errors import ConfigError
+from harness.config.groups import group_listing
 from harness.config.validate import Locator, repo_root, to_sweep_config
 from harness.engines.base import EngineConfigError
 from harness.engines.process import EngineStartError
@@ -19,6 +20,8 @@ from harness.weights import WeightsNotFound
 from harness.workloads.traces.model import TraceError
 
 log = logging.getLogger("harness")
+# used by the help template in recipes/sweep.yaml
+OmegaConf.register_new_resolver("harness_groups", group_listing, replace=True)
 
 
 def _latest_link(results_dir: str, run_id: str) -> None:

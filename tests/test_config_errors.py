@@ -113,3 +113,14 @@ def test_cli_exits_2_with_the_message_before_starting_anything(tmp_path) -> None
     assert "config error in scenarios/fixed-8k1k.yaml" in r.stderr
     assert "key:     scenario.isl" in r.stderr
     assert not list(tmp_path.glob("*/servers/*.log"))  # no engine was started
+
+
+def test_sweep_help_lists_every_group_and_its_options() -> None:
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "sweep", "--help"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    groups = r.stdout.split("== Config groups ==")[1].split("== Settings")[0]
+    assert "scenarios: agentic-weka," in groups and "fixed-128x64" in groups
+    assert "engine: atom, endpoint, llamacpp, sglang, trtllm, vllm, vllm-cpu" in groups
+    assert "acceptance" not in groups  # data that merely holds YAML is not a choice
+    assert "--fresh run_id=<id>" in r.stdout

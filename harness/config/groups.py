@@ -22,6 +22,12 @@ def options(group: str, root: Path | None = None) -> list[str]:
     return sorted(p.stem for p in d.glob("*.yaml"))
 
 
+def group_listing() -> str:
+    """The choosable groups and their options, for `harness sweep --help`. (Hydra's own list
+    would also show data directories that merely hold YAML, such as the acceptance sources.)"""
+    return "".join(f"{g}: {', '.join(options(g))}\n" for g in GROUP_DIRS)
+
+
 def check_group_choices(argv: list[str]) -> None:
     """`engine=vlm` -> an error naming the group, the options and the closest one."""
     for arg in argv:
