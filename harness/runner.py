@@ -191,8 +191,11 @@ def _run_point(job: Job, eng: EngineSession, p: PlannedPoint) -> dict[str, Any]:
         extra["qps"] = m["request_tput"]
     spec = server_summary(meas.server_before, meas.server_after, job.adapter.spec_counters,
                           job.adapter.spec_al_gauge)
-    reasons += acceptance_verdict(job.adapter.acceptance, spec,
-                                  sc.speculator.acceptance.tolerance)
+    al_error, al_reasons = acceptance_verdict(job.adapter.acceptance, spec,
+                                              sc.speculator.acceptance.tolerance)
+    if al_error is not None:
+        spec["spec_al_error"] = al_error
+    reasons += al_reasons
     status = "ok"
     if not eng.alive():
         status = "failed"
@@ -231,20 +234,21 @@ def hung(records: list) -> bool:
 
 
 def acceptance_verdict(plan: AcceptancePlan, spec: dict[str, Any], tolerance: float
-                       ) -> list[str]:
-    """An injected point must realise the requested AL (from the engine's own counters)."""
+                       ) -> tuple[float | None, list[str]]:
+    """An injected point must realise the requested AL (from the engine's own counters).
+    Returns the relative error (None when there is nothing to compare) and the reasons the
+    point is invalid."""
     if plan.mode != "injected" or plan.length is None:
-        return []
+        return None, []
     realised = spec.get("spec_realised_al")
     if realised is None:
-        return ["injected acceptance could not be verified: the engine reported no "
-                "speculative counters over the point"]
+        return None, ["injected acceptance could not be verified: the engine reported no "
+                      "speculative counters over the point"]
     err = realised / plan.length - 1.0
-    spec["spec_al_error"] = err
     if abs(err) > tolerance:
-        return [f"realised AL {realised:.3f} is {100 * err:+.1f}% off the requested "
-                f"{plan.length:g} (tolerance {100 * tolerance:g}%)"]
-    return []
+        return err, [f"realised AL {realised:.3f} is {100 * err:+.1f}% off the requested "
+                     f"{plan.length:g} (tolerance {100 * tolerance:g}%)"]
+    return err, []
 
 
 def chip_fields(sc: SweepConfig) -> dict[str, Any]:

@@ -47,25 +47,26 @@ class EngineSession:
         if not a.launches:
             self.base_url = a.base_url  # type: ignore[attr-defined]
             self._wait_attached(a.sc.engine.startup_timeout_s)
-        else:
-            port = free_port()
-            plan = a.launch_plan(port, self.max_concurrency)
-            workdir = self.run_root / "launch" / self.launch_id
-            self.proc = ServerProcess(plan, workdir, self.log_path)
-            self.launches += 1
-            log.info("starting %s on port %d (log: %s)", a.kind, port, self.log_path)
-            self.proc.start()
-            try:  # whatever interrupts us from here on (Ctrl-C included), the engine goes
-                self.proc.wait_ready(a.sc.engine.startup_timeout_s)
-                self.base_url = self.proc.base_url
-                self.server_info = self._server_info()
-                self.version = a.version(self.server_info)
-            except BaseException:
-                self.proc.stop()
-                raise
+            self._identify()
             return
+        port = free_port()
+        plan = a.launch_plan(port, self.max_concurrency)
+        workdir = self.run_root / "launch" / self.launch_id
+        self.proc = ServerProcess(plan, workdir, self.log_path)
+        self.launches += 1
+        log.info("starting %s on port %d (log: %s)", a.kind, port, self.log_path)
+        self.proc.start()
+        try:  # whatever interrupts us from here on (Ctrl-C included), the engine goes
+            self.proc.wait_ready(a.sc.engine.startup_timeout_s)
+            self.base_url = self.proc.base_url
+            self._identify()
+        except BaseException:
+            self.proc.stop()
+            raise
+
+    def _identify(self) -> None:
         self.server_info = self._server_info()
-        self.version = a.version(self.server_info)
+        self.version = self.adapter.version(self.server_info)
 
     def _headers(self) -> dict[str, str]:
         env = self.adapter.sc.engine.api_key_env
