@@ -161,6 +161,10 @@ class SweepConfig:
     results_dir: str = "results"
     fresh: bool = False  # ignore points already in the run directory
 
+    def effective_thinking(self) -> bool | None:
+        """The recipe's thinking mode, else the model's default."""
+        return self.thinking if self.thinking is not None else self.model.thinking
+
 
 # Which Hydra group (and so which file) each top-level node comes from.
 GROUP_OF_NODE = {

@@ -8,7 +8,6 @@ nearest entries; never a silent default.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,7 +160,7 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
     if spec.acceptance.length is not None:
         al, source = float(spec.acceptance.length), "explicit"
     else:
-        thinking = sc.thinking if sc.thinking is not None else sc.model.thinking
+        thinking = sc.effective_thinking()
         try:
             row = lookup(table if table is not None else load_table(), sc.model.name,
                          spec.method, spec.k, thinking,
@@ -178,7 +177,3 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
         raise ConfigError(where, "speculator.acceptance.length", str(e),
                           f"an AL between 1 and k+1 = {spec.k + 1}") from None
     return AcceptancePlan("injected", al, source)
-
-
-def as_dict(r: AcceptanceRow) -> dict[str, object]:
-    return dataclasses.asdict(r)

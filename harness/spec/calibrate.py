@@ -113,7 +113,7 @@ def calibrate(sc_for_k: Any, cs: CalibrationSettings, run_root: Path, repo: Path
         al = spec.get("spec_realised_al")
         if al is None:
             raise RuntimeError(f"k={k}: the engine drafted nothing; no acceptance to measure")
-        thinking = sc.thinking if sc.thinking is not None else sc.model.thinking
+        thinking = sc.effective_thinking()
         rows.append(AcceptanceRow(
             model=sc.model.name, speculator=sc.speculator.method, k=k,
             thinking="on" if thinking else "off", al=round(al, 4),
