@@ -26,8 +26,8 @@ run: $(STAMP)
 	$(BIN)/harness dashboard results/$(RUN_ID) --out dashboards/latest.html
 
 test: $(STAMP)
-	# the slowest tests listed at the end keep the suite's time in view (target: well under 20 min)
-	$(BIN)/python -m pytest -q --durations=15
+	# -rs: why anything skipped; the slowest tests keep the suite's time in view (target: well under 20 min)
+	$(BIN)/python -m pytest -q -rs --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check harness tests benchmarks
