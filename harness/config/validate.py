@@ -4,6 +4,9 @@ which file, which key, and what to do. Runs before any server starts."""
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,8 +19,19 @@ from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
 SCENARIO_KINDS = ("fixed", "agentic")
-ENGINE_KINDS = ("llamacpp", "vllm", "sglang", "trtllm", "atom", "endpoint")
 CONTEXT_MARGIN = 256  # tokens beyond ISL+OSL a server is sized for (chat template, BOS)
+# Bounds that keep a typo from building prompts for minutes before anything is measured:
+# InferenceX's largest load level is 1024; 4096 leaves room for big multi-node recipes.
+MAX_CONCURRENCY = 4096
+MAX_REPEATS = 100
+MAX_REQUESTS_PER_JOB = 250_000  # fixed-sequence prompts one job builds (warmup included)
+
+
+def engine_kinds() -> tuple[str, ...]:
+    """The engine kinds the adapter registry knows (imported here, not copied: one list)."""
+    from harness.engines import registry  # lazy: registry -> engines.base -> spec -> config
+
+    return tuple(registry._ADAPTERS)
 
 
 class Locator:
@@ -34,7 +48,8 @@ class Locator:
             ov = ov.lstrip("+") if ov.startswith("++") else ov
             if name in groups:
                 continue  # `model=x` chooses a file; the values still come from that file
-            if name == key or key.startswith(name + "."):
+            base = re.sub(r"\[.*", "", key)  # concurrency[0] came from `concurrency=...`
+            if name in (key, base) or key.startswith(name + "."):
                 return f"the command-line override '{ov}'"
         node = key.split(".", 1)[0]
         group = GROUP_OF_NODE.get(node)
@@ -93,11 +108,14 @@ def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
         raise ConfigError(where(key), key, "required value is missing", fix)
     sc = OmegaConf.to_object(merged)
     assert isinstance(sc, SweepConfig)
+    check_run_location(sc.results_dir, sc.run_id, where)
+    check_ranges(sc, where)
     check_combinations(sc, where)
     return sc
 
 
 def _type_fix(full_key: str) -> str:
+    full_key = re.sub(r"\[.*", "", full_key)  # concurrency[0] -> concurrency
     parent, _, name = full_key.rpartition(".")
     schema = _schema_at(parent)
     for f in dataclasses.fields(schema) if schema else ():
@@ -111,21 +129,143 @@ def gpus_of(sc: SweepConfig) -> int:
     return sc.topology.tp * sc.topology.pp
 
 
+def results_dir_problem(results_dir: str, run_id: str = "") -> str | None:
+    """Why results_dir (and the run directory in it) cannot be written, or None. No side
+    effects: nothing is created before the whole config is known good."""
+    target = Path(results_dir or ".")
+    run = target / run_id if run_id else None
+    if run is not None and (run.exists() or run.is_symlink()) and not run.is_dir():
+        return f"{run} exists and is not a directory"
+    probe = target
+    while not probe.exists():  # the nearest existing ancestor is where mkdir will write
+        if probe.is_symlink():
+            return f"{probe} is a dangling symlink"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is a file, not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable (read-only file system or permissions)"
+    return None
+
+
+def check_run_location(results_dir: str, run_id: str, where: Locator) -> None:
+    """run_id names one directory inside results_dir, and results_dir must be writable."""
+    from harness.results import run_id_problem  # lazy: results imports pyarrow
+
+    problem = run_id_problem(run_id)
+    if problem:
+        raise ConfigError(where("run_id"), "run_id", problem,
+                          "give a plain name, e.g. run_id=20261201-093000 (it names "
+                          f"{results_dir}/<run_id>/), or leave run_id out for a timestamp")
+    problem = results_dir_problem(results_dir, run_id)
+    if problem:
+        raise ConfigError(where("results_dir"), "results_dir", problem,
+                          "point results_dir at a writable directory (e.g. results_dir=results)"
+                          " or free/remount the one given")
+
+
+def _dotted(sc: SweepConfig, key: str) -> Any:
+    obj: Any = sc
+    for part in key.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+# key -> (lowest, highest, lowest excluded?, example fix). None: no bound on that side.
+_RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
+    "repeats": (1, MAX_REPEATS, False, "e.g. repeats=3 (the gate's t-test needs 2 or more)"),
+    "seed": (0, 2**63 - 1, False, "give a non-negative integer, or seed=null to draw one"),
+    "client.timeout_s": (0, None, True, "e.g. client.timeout_s=3600"),
+    "client.stall_timeout_s": (0, None, True, "e.g. client.stall_timeout_s=600"),
+    "client.max_stamp_err_ms": (0, None, True, "e.g. client.max_stamp_err_ms=1.0"),
+    "client.max_cpu_share": (0, 1, True, "a share in (0, 1], e.g. 0.95"),
+    "engine.startup_timeout_s": (0, None, True, "e.g. engine.startup_timeout_s=900"),
+    "engine.threads": (1, None, False, "e.g. engine.threads=2, or null for all cores"),
+    "speculator.k": (0, 64, False, "e.g. speculator.k=3"),
+    "speculator.ngram_min": (1, None, False, "e.g. speculator.ngram_min=2"),
+    "speculator.ngram_max": (1, None, False, "e.g. speculator.ngram_max=4"),
+    "speculator.acceptance.length": (1, None, False, "an acceptance length is >= 1"),
+    "speculator.acceptance.tolerance": (0, 1, False, "e.g. 0.02 (2%)"),
+    "scenario.requests_per_conc": (1, 10_000, False, "e.g. scenario.requests_per_conc=10"),
+    "scenario.warmup_per_conc": (0, 10_000, False, "e.g. scenario.warmup_per_conc=2"),
+    "scenario.min_success": (0, 1, False, "a share in [0, 1], e.g. 0.95"),
+    "scenario.duration_s": (0, None, True, "e.g. scenario.duration_s=900"),
+    "scenario.min_measured_s": (0, None, False, "e.g. scenario.min_measured_s=900"),
+    "scenario.max_overflow_share": (0, 1, False, "a share in [0, 1], e.g. 0.01"),
+    "scenario.max_failed_share": (0, 1, False, "a share in [0, 1], e.g. 0.10"),
+    "scenario.idle_cap_s": (0, None, False, "e.g. scenario.idle_cap_s=10"),
+    "scenario.tree_cap_s": (0, None, False, "e.g. scenario.tree_cap_s=300"),
+    "scenario.warmup_probes": (0, 100, False, "e.g. scenario.warmup_probes=2"),
+    "scenario.fit_factor": (1, None, False, "1 keeps the trace; e.g. fit_factor=4 divides by 4"),
+    "scenario.fit_cap_tokens": (0, None, False, "0 = no cap; e.g. fit_cap_tokens=8192"),
+    "model.context_length": (1, None, False, "the model's trained context, e.g. 8192"),
+    "chip.gpus_per_node": (1, None, False, "e.g. chip.gpus_per_node=8"),
+    "chip.power_kw_all_in": (0, None, False, "kW per GPU including its host share"),
+    "chip.cost_per_gpu_hr.hyperscaler": (0, None, False, "$ per GPU-hour"),
+    "chip.cost_per_gpu_hr.neocloud": (0, None, False, "$ per GPU-hour"),
+    "chip.cost_per_gpu_hr.rental_3yr": (0, None, False, "$ per GPU-hour"),
+}
+
+
+def _range_problem(v: float, lo: float | None, hi: float | None, lo_open: bool) -> str | None:
+    if not math.isfinite(v):
+        return f"{v} is not a finite number"
+    if lo is not None and (v <= lo if lo_open else v < lo):
+        return f"{v:g} is {'not above' if lo_open else 'below'} {lo:g}"
+    if hi is not None and v > hi:
+        return f"{v:g} is above the limit of {hi:g}"
+    return None
+
+
+def check_ranges(sc: SweepConfig, where: Locator) -> None:
+    """Every numeric setting within its sensible range (NaN and infinity never are)."""
+    for key, (lo, hi, lo_open, fix) in _RANGES.items():
+        v = _dotted(sc, key)
+        if v is None:
+            continue
+        problem = _range_problem(float(v), lo, hi, lo_open)
+        if problem:
+            raise ConfigError(where(key), key, problem, fix)
+    if sc.speculator.ngram_max < sc.speculator.ngram_min:
+        raise ConfigError(where("speculator.ngram_max"), "speculator.ngram_max",
+                          "ngram_max is below ngram_min", "set ngram_max >= ngram_min")
+    check_concurrency(sc, where)
+
+
+def check_concurrency(sc: SweepConfig, where: Locator) -> None:
+    """A non-empty list of distinct load levels in [1, MAX_CONCURRENCY]; a duplicate would give
+    two points one id (the second overwriting the first's requests)."""
+    conc, key = sc.concurrency, "concurrency"
+    if not conc or any(c < 1 or c > MAX_CONCURRENCY for c in conc):
+        raise ConfigError(where(key), key,
+                          f"concurrency must be a non-empty list of integers in "
+                          f"[1, {MAX_CONCURRENCY}], got {conc}", "e.g. concurrency=[1,2,4,8]")
+    dups = sorted({c for c in conc if conc.count(c) > 1})
+    if dups:
+        raise ConfigError(where(key), key, f"concurrency {dups} listed more than once",
+                          "list each load level once; use repeats=N to measure one again")
+    if sc.scenario.kind == "fixed":
+        per = sc.scenario.requests_per_conc + sc.scenario.warmup_per_conc
+        total = per * sum(conc) * sc.repeats
+        if total > MAX_REQUESTS_PER_JOB:
+            raise ConfigError(where(key), key,
+                              f"{total:,} fixed-sequence requests would be built ({per} per "
+                              f"unit of concurrency x {sum(conc)} x {sc.repeats} repeats), "
+                              f"over the limit of {MAX_REQUESTS_PER_JOB:,}",
+                              "lower concurrency, scenario.requests_per_conc or repeats, or "
+                              "split the sweep into several runs")
+
+
 def check_combinations(sc: SweepConfig, where: Locator) -> None:
     """Rules that involve more than one file. Each names the key to change and how."""
     sc_, eng, spec, model = sc.scenario, sc.engine, sc.speculator, sc.model
     if sc_.kind not in SCENARIO_KINDS:
         raise ConfigError(where("scenario.kind"), "scenario.kind", f"unknown kind {sc_.kind!r}",
                           f"use one of {SCENARIO_KINDS}")
-    if eng.kind not in ENGINE_KINDS:
+    kinds = engine_kinds()
+    if eng.kind not in kinds:
         raise ConfigError(where("engine.kind"), "engine.kind", f"unknown engine {eng.kind!r}",
-                          f"use one of {ENGINE_KINDS}")
-    if not sc.concurrency or any(c < 1 for c in sc.concurrency):
-        raise ConfigError(where("concurrency"), "concurrency",
-                          f"concurrency must be a non-empty list of positive integers, "
-                          f"got {sc.concurrency}", "e.g. concurrency=[1,2,4,8]")
-    if sc.repeats < 1:
-        raise ConfigError(where("repeats"), "repeats", "repeats must be >= 1", "set repeats=1")
+                          f"use one of {kinds}")
     precision = sc.precision or model.default_precision
     if model.precisions and precision not in model.precisions:
         raise ConfigError(where("precision"), "precision",
