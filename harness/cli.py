@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import signal
 import sys
 import time
 from pathlib import Path
 
 from harness.config.errors import ConfigError
-from harness.config.groups import GROUP_DIRS, check_group_choices
 from harness.workloads.traces.model import TraceError
 
 USAGE = """harness <command> [options]
@@ -35,6 +35,8 @@ def _force_value_overrides(argv: list[str]) -> list[str]:
     the file, the key and the fix), so value overrides are forced. Group choices (`engine=x`),
     hydra.* settings, and explicit +/~ overrides are left alone.
     """
+    from harness.config.groups import GROUP_DIRS
+
     out = []
     for a in argv:
         key = a.split("=", 1)[0]
@@ -46,18 +48,67 @@ def _force_value_overrides(argv: list[str]) -> list[str]:
     return out
 
 
-def _sweep(argv: list[str]) -> int:
-    from harness import sweep_app
+def _override(argv: list[str], key: str) -> str | None:
+    """The last command-line override of a plain setting (`key=v`, `+key=v`, `++key=v`)."""
+    found = None
+    for a in argv:
+        k, eq, _ = a.partition("=")
+        if eq and k.lstrip("+") == key:
+            found = a
+    return found
 
-    # `--fresh` is the flag users expect; Hydra would reject it, so it becomes the setting
-    argv = ["fresh=true" if a == "--fresh" else a for a in argv]
-    check_group_choices(argv)  # an unknown choice fails here with the options listed
-    argv = _force_value_overrides(argv)
-    if not any(a.split("=", 1)[0].lstrip("+") == "run_id" for a in argv) and "--help" not in argv \
-            and "-h" not in argv:
-        argv = [*argv, f"run_id={time.strftime('%Y%m%d-%H%M%S')}"]
-    sweep_app.main(argv)
+
+def _check_run_location(argv: list[str]) -> None:
+    """run_id and results_dir from the command line, checked before Hydra starts: Hydra makes
+    its output directory `results_dir/run_id/hydra` before our app runs, so a bad run_id
+    (`../x`, `latest`) would already have written outside results/."""
+    from harness.config.validate import PRIMARY_CONFIG, check_run_location
+
+    run_arg, dir_arg = _override(argv, "run_id"), _override(argv, "results_dir")
+    results_dir = dir_arg.partition("=")[2] if dir_arg else "results"
+
+    def where(key: str) -> str:
+        arg = run_arg if key == "run_id" else dir_arg
+        return f"the command-line override '{arg.lstrip('+')}'" if arg else PRIMARY_CONFIG
+
+    if run_arg is None:
+        return
+    for run_id in run_arg.partition("=")[2].split(","):  # a -m sweep may list several
+        check_run_location(results_dir, run_id, where)
+
+
+def _sweep(argv: list[str]) -> int:
+    try:
+        from harness import sweep_app
+        from harness.config.groups import check_group_choices
+
+        # `--fresh` is the flag users expect; Hydra would reject it, so it becomes the setting
+        argv = ["fresh=true" if a == "--fresh" else a for a in argv]
+        check_group_choices(argv)  # an unknown choice fails here with the options listed
+        argv = _force_value_overrides(argv)
+        helping = "--help" in argv or "-h" in argv
+        if _override(argv, "run_id") is None and not helping:
+            argv = [*argv, f"run_id={time.strftime('%Y%m%d-%H%M%S')}"]
+        if not helping:
+            _check_run_location(argv)
+        sweep_app.main(argv)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # Ctrl-C: every `finally` has run (the engine is stopped); say what was kept
+        print(_interrupted_message(), file=sys.stderr, flush=True)
+        return 130
     return 0
+
+
+def _interrupted_message() -> str:
+    """What a Ctrl-C kept, and how to go on from there."""
+    sweep_app = sys.modules.get("harness.sweep_app")
+    current = getattr(sweep_app, "current_run", None)
+    if sweep_app is None or current is None:
+        return "interrupted before the run directory was opened: nothing was measured"
+    run, run_id = current
+    points_on_disk = sweep_app.points_on_disk
+    return (f"interrupted: {points_on_disk(run)} points kept in {run.root}; rerun with "
+            f"run_id={run_id} to resume")
 
 
 def _dashboard(argv: list[str]) -> int:
@@ -297,6 +348,34 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as e:
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print(f"harness {argv[0]}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        code = _one_line_error(argv[0], e)
+        if code is None:
+            raise
+        return code
+
+
+def _one_line_error(cmd: str, e: Exception) -> int | None:
+    """Errors a user's input causes (a missing file, a file where a directory belongs, bad
+    contents) as `harness <cmd>: <message>`, exit 2; a write that failed, exit 4. None for
+    anything else: a bug in the harness, which keeps its traceback."""
+    from harness.results import ResultsWriteError
+
+    if isinstance(e, ResultsWriteError):
+        print(f"harness {cmd}: {e}", file=sys.stderr)
+        return 4
+    if isinstance(e, OSError):
+        what = f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e)
+        print(f"harness {cmd}: {what}; check the path given", file=sys.stderr)
+        return 2
+    if isinstance(e, ValueError):
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"harness {cmd}: {first}", file=sys.stderr)
+        return 2
+    return None
 
 
 if __name__ == "__main__":

@@ -15,13 +15,32 @@ from harness.config.groups import group_listing
 from harness.config.validate import Locator, repo_root, to_sweep_config
 from harness.engines.base import EngineConfigError
 from harness.engines.process import EngineStartError
-from harness.results import RunDir
+from harness.results import ResultsWriteError, RunDir, RunLocked, read_points, safe_name
 from harness.weights import WeightsNotFound
 from harness.workloads.traces.model import TraceError
 
 log = logging.getLogger("harness")
 # used by the help template in recipes/sweep.yaml
 OmegaConf.register_new_resolver("harness_groups", group_listing, replace=True)
+# The run this process is writing (for the Ctrl-C message of `harness sweep`), once known.
+current_run: tuple[RunDir, str] | None = None
+
+
+def points_on_disk(run: RunDir) -> int:
+    """How many points of the run can be read back (what an interruption keeps)."""
+    try:
+        return len(read_points(run.root))
+    except OSError:
+        return 0
+
+
+def _write_failed(e: ResultsWriteError, run: RunDir, run_id: str) -> SystemExit:
+    """One line for a results write that failed (disk full, read-only): what, why, and how
+    to resume; exit code 4. What is on disk stays as it was."""
+    print(f"harness: cannot write {e.path}: {e.reason}; free space (or make "
+          f"{run.root} writable) and rerun with run_id={run_id} to resume: "
+          f"{points_on_disk(run)} points are on disk", file=sys.stderr, flush=True)
+    return SystemExit(4)
 
 
 def _latest_link(results_dir: str, run_id: str) -> None:
@@ -45,16 +64,29 @@ def sweep(cfg: DictConfig) -> None:
     except ConfigError as e:
         print(f"harness: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    run = RunDir.open(sc.results_dir, sc.run_id)
-    # Unique per recipe, so several sweeps (or a -m sweep) can share one run directory.
-    num = hc.job.num if hc.mode and hc.mode.name == "MULTIRUN" else 0
-    job = f"job{num}-{sc.scenario.name}-{sc.engine.kind}-{sc.speculator.method}"
-    run.write_provenance(repo_root(), sys.argv)
-    run.write_config(job, OmegaConf.to_yaml(cfg, resolve=True))
-    _latest_link(sc.results_dir, sc.run_id)
-    print(f"run directory: {run.root}", flush=True)
+    global current_run
     try:
+        run = RunDir.open(sc.results_dir, sc.run_id)
+        run.lock()  # one writer per run directory; held until this process exits
+    except RunLocked as e:
+        print(f"harness: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except ResultsWriteError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        raise SystemExit(4) from None
+    current_run = (run, sc.run_id)
+    # Unique per recipe, so several sweeps (or a -m sweep) can share one run directory; the
+    # names come from recipes, so they are made safe as one file name.
+    num = hc.job.num if hc.mode and hc.mode.name == "MULTIRUN" else 0
+    job = safe_name(f"job{num}-{sc.scenario.name}-{sc.engine.kind}-{sc.speculator.method}")
+    try:
+        run.write_provenance(repo_root(), sys.argv)
+        run.write_config(job, OmegaConf.to_yaml(cfg, resolve=True))
+        _latest_link(sc.results_dir, sc.run_id)
+        print(f"run directory: {run.root}", flush=True)
         run_job(sc, run, job, repo_root(), where)
+    except ResultsWriteError as e:
+        raise _write_failed(e, run, sc.run_id) from None
     except (EngineConfigError, WeightsNotFound, ConfigError, TraceError) as e:
         print(f"harness: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -47,12 +47,22 @@ def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
         return 0, b""
 
 
+_PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent() -> None:
-    """In the child: get SIGTERM when the harness dies, even by SIGKILL (Linux)."""
+    """In the child, before exec: SIGKILL it when the harness dies, even by SIGKILL (Linux).
+
+    SIGKILL rather than SIGTERM: an engine that is stopped (SIGSTOP, a debugger) or wedged
+    never handles SIGTERM, and would outlive the harness forever. The death signal follows
+    the *thread* that started the child, so engines are started from the main thread (the
+    runner's). It survives exec, so it applies to the engine process itself (for llama.cpp the
+    wrapper `harness.engines.llamacpp_server` *is* the server); processes the engine forks
+    get no such signal (a container runtime's container, say)."""
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
 
@@ -71,10 +81,15 @@ class ServerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         for name, content in self.plan.files.items():
             (self.workdir / name).write_text(content)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until stop()
-        log.write(f"# argv: {self.plan.argv}\n".encode())
-        log.flush()
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until stop()
+            log.write(f"# argv: {self.plan.argv}\n".encode())
+            log.flush()
+        except OSError as e:  # the run directory is full or read-only: a results failure
+            from harness.results import ResultsWriteError
+
+            raise ResultsWriteError(self.log_path, e.strerror or str(e)) from e
         env = {**os.environ, **self.plan.env}
         argv = [a.replace(LAUNCH_DIR, str(self.workdir.resolve())) for a in self.plan.argv]
         try:
@@ -121,22 +136,23 @@ class ServerProcess:
             time.sleep(0.25)
 
     def stop(self, grace_s: float = 15.0) -> None:
-        """SIGTERM the whole process group, then SIGKILL what is left."""
+        """SIGTERM the whole process group (SIGCONT too: a stopped engine handles nothing
+        until it runs again), then SIGKILL what is left. A Ctrl-C pressed again meanwhile
+        is held back until the engine is gone, so stopping cannot itself be interrupted."""
         p = self.proc
         if p is None:
             return
-        if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-        # Children that outlived the leader (same group) go too.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(p.pid, signal.SIGKILL)
+        with _sigint_deferred():
+            if p.poll() is None:
+                _signal_group(p.pid, signal.SIGTERM)
+                _signal_group(p.pid, signal.SIGCONT)
+                try:
+                    p.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    _signal_group(p.pid, signal.SIGKILL)
+                    p.wait()
+            # Children that outlived the leader (same group) go too.
+            _signal_group(p.pid, signal.SIGKILL)
 
     def __enter__(self) -> ServerProcess:
         self.start()
@@ -144,6 +160,29 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Ignore SIGINT inside the block; a Ctrl-C that came meanwhile is raised after it."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if got and previous is signal.default_int_handler:
+            raise KeyboardInterrupt
 
 
 def get_json(url: str, timeout: float = 5.0) -> dict:
