@@ -16,9 +16,9 @@ __all__ = ["FORMATS", "SubAgent", "Trace", "TraceError", "TraceRequest", "detect
 def detect_format(path: Path) -> str:
     if path.suffix == ".csv":
         return "azure"
-    with path.open() as f:
+    with path.open("rb") as f:  # bytes: a non-UTF-8 file is reported by its loader
         head = f.read(4096)
-    if '"input_length"' in head and '"hash_ids"' in head:
+    if b'"input_length"' in head and b'"hash_ids"' in head:
         return "mooncake"
     return "weka"
 

@@ -5,10 +5,11 @@ own, so nothing is shared."""
 from __future__ import annotations
 
 import csv
+import io
 from datetime import datetime
 from pathlib import Path
 
-from harness.workloads.traces.model import Trace, TraceError, TraceRequest
+from harness.workloads.traces.model import Trace, TraceError, TraceRequest, read_text
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 BLOCK_SIZE = 64  # nominal: requests share nothing, so any block size gives the same prompts
@@ -23,7 +24,7 @@ def _time(s: str) -> datetime:
 
 
 def load(path: Path) -> list[Trace]:
-    with path.open(newline="") as f:
+    with io.StringIO(read_text(path), newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
@@ -35,7 +36,7 @@ def load(path: Path) -> list[Trace]:
         for n, row in enumerate(reader, 2):
             where = f"line {n}"
             try:
-                ts = _time(row["TIMESTAMP"])
+                ts = _time(row["TIMESTAMP"] or "")
             except ValueError:
                 raise TraceError(str(path), where, "TIMESTAMP", f"not a time: {row['TIMESTAMP']!r}",
                                  "use YYYY-MM-DD HH:MM:SS.ffffff") from None
@@ -50,6 +51,9 @@ def load(path: Path) -> list[Trace]:
                     raise TraceError(str(path), where, key, f"{vals[key]} < 1",
                                      f"give {key} as a positive integer")
             t0 = t0 or ts
+            if ts < t0:  # a negative start time: the replay would never wait for it
+                raise TraceError(str(path), where, "TIMESTAMP", f"{ts} is before the first "
+                                 f"row's {t0}", "sort the rows by TIMESTAMP")
             n_blocks = -(-vals["ContextTokens"] // BLOCK_SIZE)
             ids = list(range(next_id, next_id + n_blocks))
             next_id += n_blocks

@@ -8,6 +8,7 @@ of the same parent and this one's start (end-to-start, as AgentX replays it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 class TraceError(ValueError):
@@ -18,6 +19,17 @@ class TraceError(ValueError):
         super().__init__(
             f"bad trace in {path} ({where}), field '{field_name}': {problem}. Fix: {fix}"
         )
+
+
+def read_text(path: Path) -> str:
+    """The file as UTF-8 text, or a TraceError naming the first bad byte and its line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise TraceError(str(path), f"line {line}, byte {e.start}", "(encoding)",
+                         f"not UTF-8 ({e.reason})", "save the trace as UTF-8 text") from None
 
 
 @dataclass
@@ -71,8 +83,13 @@ class Trace:
 
 
 def _walk(items: list[TraceRequest | SubAgent]):
-    for it in items:
-        if isinstance(it, SubAgent):
-            yield from _walk(it.items)
+    """Requests in listed order, depth first; iterative, so no nesting depth can overflow."""
+    stack = [iter(items)]
+    while stack:
+        it = next(stack[-1], None)
+        if it is None:
+            stack.pop()
+        elif isinstance(it, SubAgent):
+            stack.append(iter(it.items))
         else:
             yield it

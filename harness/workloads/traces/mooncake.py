@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.workloads.traces.model import Trace, TraceError, TraceRequest
+from harness.workloads.traces.model import Trace, TraceError, TraceRequest, read_text
 
 BLOCK_SIZE = 512
 
 
 def load(path: Path) -> list[Trace]:
     traces: list[Trace] = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         where = f"line {n}"

@@ -8,10 +8,15 @@ a request `{t, type: "n"|"s", in, out, hash_ids, think_time, api_time, ...}`; a 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-from harness.workloads.traces.model import SubAgent, Trace, TraceError, TraceRequest
+from harness.workloads.traces.model import SubAgent, Trace, TraceError, TraceRequest, read_text
+
+# Sub-agents nest (a sub-agent's own sub-agents); recorded traces go a few levels deep. The
+# bound turns a pathological file into an error instead of a RecursionError.
+MAX_NESTING = 32
 
 
 def _num(obj: dict[str, Any], key: str, path: str, where: str, *, required: bool = True,
@@ -24,15 +29,25 @@ def _num(obj: dict[str, Any], key: str, path: str, where: str, *, required: bool
     if isinstance(v, bool) or not isinstance(v, int | float) or (integer and v != int(v)):
         kind = "an integer" if integer else "a number"
         raise TraceError(path, where, key, f"expected {kind}, got {v!r}", f"make '{key}' {kind}")
+    if not math.isfinite(v):  # JSON's NaN/Infinity: a NaN time would stall a lane forever
+        raise TraceError(path, where, key, f"{v} is not a finite number",
+                         f"give '{key}' as a finite number >= {minimum:g}")
     if v < minimum:
         raise TraceError(path, where, key, f"{v} is below {minimum:g}", f"'{key}' >= {minimum:g}")
     return float(v)
 
 
-def _items(raw: Any, path: str, where: str) -> list[TraceRequest | SubAgent]:
+def _items(raw: Any, path: str, where: str, depth: int = 0) -> list[TraceRequest | SubAgent]:
     if not isinstance(raw, list):
         raise TraceError(path, where, "requests", f"expected a list, got {type(raw).__name__}",
                          "make 'requests' a list of requests and sub-agents")
+    if not raw:
+        raise TraceError(path, where, "requests", "empty list",
+                         "give at least one request, or drop the trace or sub-agent")
+    if depth > MAX_NESTING:
+        raise TraceError(path, where, "requests",
+                         f"sub-agents nested more than {MAX_NESTING} deep",
+                         "flatten the sub-agent nesting (recorded traces go a few levels)")
     out: list[TraceRequest | SubAgent] = []
     for i, r in enumerate(raw):
         w = f"{where}, requests[{i}]"
@@ -45,7 +60,8 @@ def _items(raw: Any, path: str, where: str) -> list[TraceRequest | SubAgent]:
                 agent_id=str(r.get("agent_id", f"sub{i}")),
                 kind=str(r.get("subagent_type", "")),
                 duration=_num(r, "duration_ms", path, w, required=False) / 1000.0,
-                items=_items(r.get("requests"), path, f"{w} ({r.get('agent_id', 'subagent')})"),
+                items=_items(r.get("requests"), path, f"{w} ({r.get('agent_id', 'subagent')})",
+                             depth + 1),
             ))
             continue
         if kind not in ("n", "s", None):
@@ -73,20 +89,33 @@ def parse_trace(obj: Any, path: str, where: str) -> Trace:
     tid = str(obj.get("id", where))
     w = f"{where}, trace {tid}"
     bs = _num(obj, "block_size", path, w, integer=True, minimum=1)
+    items = _items(obj.get("requests"), path, w)
+    if not any(isinstance(i, TraceRequest) for i in items):
+        # the replay starts a lane on a parent turn and attaches sub-agents to parent turns
+        raise TraceError(path, w, "requests", "only sub-agents, no parent turn",
+                         "give the trace at least one top-level request (type 'n' or 's')")
     return Trace(
         id=tid, source=path, block_size=int(bs),
-        items=_items(obj.get("requests"), path, w),
+        items=items,
         shared_scope=obj.get("hash_id_scope", "local") == "global",
         meta={k: obj[k] for k in ("models", "hash_id_scope") if k in obj},
     )
 
 
+def _loads(text: str, path: Path, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TraceError(str(path), where, "(json)", "nested too deeply to parse",
+                         f"keep sub-agent nesting within {MAX_NESTING} levels") from None
+
+
 def load(path: Path) -> list[Trace]:
-    text = path.read_text()
+    text = read_text(path)
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            return [parse_trace(json.loads(text), str(path), "whole file")]
+            return [parse_trace(_loads(text, path, "whole file"), str(path), "whole file")]
         except json.JSONDecodeError:
             pass  # maybe JSONL with one trace per line
     traces = []
@@ -94,7 +123,7 @@ def load(path: Path) -> list[Trace]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _loads(line, path, f"line {n}")
         except json.JSONDecodeError as e:
             raise TraceError(str(path), f"line {n}", "(json)", f"not valid JSON ({e.msg})",
                              "one complete JSON trace object per line") from None
