@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import yaml
 
 from harness.config.validate import repo_root
-from harness.results import RunDir, atomic_write, dumps
+from harness.results import ResultsWriteError, RunDir, RunLocked, atomic_write, dumps
 
 MODELS = {"dsr1": "deepseek-r1", "gptoss": "gpt-oss-120b", "llama70b": "llama-3.3-70b"}
 ENGINES = {"trt": "trtllm", "sglang": "sglang", "vllm": "vllm", "atom": "atom"}
@@ -29,11 +30,18 @@ class IngestError(ValueError):
     pass
 
 
+def known_chips() -> list[str]:
+    """The chips with a recipe (recipes/chip/<name>.yaml): the only names a row may use, so
+    a row's `hardware` can never name a file elsewhere."""
+    return sorted(p.stem for p in (repo_root() / "recipes" / "chip").glob("*.yaml"))
+
+
 def chip_constants(chip: str) -> dict[str, Any]:
+    if chip not in known_chips():
+        raise IngestError(f"no chip recipe for {chip!r}; known chips: "
+                          f"{', '.join(known_chips())} (add recipes/chip/{chip}.yaml for "
+                          "cost and power columns)")
     path = repo_root() / "recipes" / "chip" / f"{chip}.yaml"
-    if not path.is_file():
-        raise IngestError(f"no chip recipe for {chip!r} (looked for {path}); add one to "
-                          "recipes/chip/ to get cost and power columns")
     c = yaml.safe_load(path.read_text())
     tiers = c["cost_per_gpu_hr"]
     return {"chip_tdp_w": c.get("tdp_w"), "chip_power_kw_all_in": c["power_kw_all_in"],
@@ -49,14 +57,48 @@ def gpu_count(row: dict[str, Any]) -> int:
     return int(row.get("decode_tp") or row.get("prefill_tp") or 1)
 
 
-def to_point(row: dict[str, Any], n: int, source: str, run_id: str) -> dict[str, Any]:
+def _positive_int(row: dict[str, Any], key: str, bad: Any) -> int:
+    v = row[key]
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+            or v != int(v) or v < 1:
+        raise bad(f"'{key}' must be a positive integer, got {v!r}")
+    return int(v)
+
+
+def check_row(row: Any, n: int, source: str) -> None:
+    """Every field the point is built from, typed and in range; errors name the row."""
+    def bad(problem: str) -> IngestError:
+        return IngestError(f"{source}: row {n}: {problem}; fix or drop the row")
+
+    if not isinstance(row, dict):
+        raise bad(f"expected an object, got {type(row).__name__}")
     missing = [k for k in REQUIRED if k not in row]
     if missing:
-        raise IngestError(f"{source}: row {n} lacks {missing}; is this an InferenceX "
-                          "benchmarks export?")
+        raise bad(f"lacks {missing} (is this an InferenceX benchmarks export?)")
+    for key in ("hardware", "framework", "model", "precision"):
+        if not isinstance(row[key], str) or not row[key]:
+            raise bad(f"'{key}' must be a non-empty string, got {row[key]!r}")
+    if row["hardware"] not in known_chips():
+        raise bad(f"unknown hardware {row['hardware']!r} (known: {', '.join(known_chips())})")
+    for key in ("isl", "osl", "conc"):
+        _positive_int(row, key, bad)
+    for key in ("decode_tp", "decode_ep", "prefill_tp", "num_prefill_gpu", "num_decode_gpu"):
+        if row.get(key) not in (None, 0):
+            _positive_int(row, key, bad)
     m = row["metrics"]
     if not isinstance(m, dict) or "tput_per_gpu" not in m:
-        raise IngestError(f"{source}: row {n} has no metrics.tput_per_gpu")
+        raise bad("no metrics.tput_per_gpu")
+    for key, v in m.items():
+        if isinstance(v, int | float) and not isinstance(v, bool) and not math.isfinite(v):
+            raise bad(f"metrics.{key} is {v}, not a finite number")
+    tput = m["tput_per_gpu"]
+    if isinstance(tput, bool) or not isinstance(tput, int | float) or tput < 0:
+        raise bad(f"metrics.tput_per_gpu must be a number >= 0, got {tput!r}")
+
+
+def to_point(row: dict[str, Any], n: int, source: str, run_id: str) -> dict[str, Any]:
+    check_row(row, n, source)
+    m = row["metrics"]
     isl, osl = int(row["isl"]), int(row["osl"])
     spec = row.get("spec_method") or "none"
     identity = {
@@ -91,21 +133,40 @@ def to_point(row: dict[str, Any], n: int, source: str, run_id: str) -> dict[str,
         "invalid_reasons": [],
         **chip_constants(row["hardware"]),
     }
-    point.update({k: v for k, v in m.items() if isinstance(v, int | float)})
+    if point["gpus"] < 1:
+        raise IngestError(f"{source}: row {n}: the row's topology gives {point['gpus']} GPUs; "
+                          "fix decode_tp / num_*_gpu or drop the row")
+    # metrics are numbers beside the identity, never part of it: a row's metrics cannot
+    # rename the point, change its load level or GPU count, or mark it valid
+    point.update({k: v for k, v in m.items() if k not in point
+                  and isinstance(v, int | float) and not isinstance(v, bool)})
     return point
 
 
-def ingest(rows_file: Path, out: Path) -> list[dict[str, Any]]:
+def read_rows(rows_file: Path) -> list[Any]:
     try:
-        rows = json.loads(rows_file.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise IngestError(f"{rows_file}: cannot read JSON rows ({e})") from None
+        rows = json.loads(rows_file.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+        raise IngestError(f"{rows_file}: cannot read JSON rows ({e}); give the UTF-8 JSON "
+                          "of GET /api/v1/benchmarks") from None
     if isinstance(rows, dict):
         rows = rows.get("data") or rows.get("rows") or []
     if not isinstance(rows, list) or not rows:
         raise IngestError(f"{rows_file}: expected a JSON list of benchmark rows")
-    run = RunDir.open(out.parent, out.name)
+    return rows
+
+
+def ingest(rows_file: Path, out: Path) -> list[dict[str, Any]]:
+    rows = read_rows(rows_file)
+    # every row checked before anything is written
     points = [to_point(r, i, str(rows_file), out.name) for i, r in enumerate(rows)]
+    try:
+        run = RunDir.open(out.parent, out.name)
+        run.lock()
+    except ValueError as e:
+        raise IngestError(f"--out {out}: {e}; give a plain directory name") from None
+    except (RunLocked, ResultsWriteError) as e:
+        raise IngestError(f"--out {out}: {e}") from None
     existing = {p["point_id"] for p in run.points()}
     for p in points:
         if p["point_id"] not in existing:
