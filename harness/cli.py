@@ -242,31 +242,47 @@ def _ingest(argv: list[str]) -> int:
     return 0
 
 
+def _key_value(text: str) -> tuple[str, str]:
+    from harness.point_record import IDENTITY_FIELDS
+
+    key, sep, value = text.partition("=")
+    if not sep or key not in IDENTITY_FIELDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected FIELD=VALUE with FIELD one of {', '.join(IDENTITY_FIELDS)}")
+    return key, value
+
+
 def _gate(argv: list[str]) -> int:
     import json as _json
 
-    from harness.dashboards.page import load_points
-    from harness.gate import DEFAULT_METRICS, METRICS, gate, to_json, to_markdown
+    from harness.gate import DEFAULT_METRICS, gate, to_json, to_markdown
+    from harness.metrics import ranked_metrics
+    from harness.point_record import load_records
 
     p = argparse.ArgumentParser(
         prog="harness gate",
-        description="Compare a candidate run with a baseline. Exit 0 pass, 1 regression, "
-                    "2 invalid or unusable input.")
+        description="Compare a candidate run with a baseline. Exit 0 pass, 1 regression or "
+                    "baseline points missing from the candidate, 2 invalid or not comparable.")
     p.add_argument("--baseline", type=Path, required=True, nargs="+")
     p.add_argument("--candidate", type=Path, required=True, nargs="+")
     p.add_argument("--threshold", type=float, default=0.05, help="relative change (0.05 = 5%%)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (repeats)")
-    p.add_argument("--metric", nargs="+", default=list(DEFAULT_METRICS), choices=sorted(METRICS))
+    p.add_argument("--metric", nargs="+", default=list(DEFAULT_METRICS),
+                   choices=ranked_metrics(), metavar="METRIC",
+                   help="metrics to compare (any catalogue key with a direction)")
+    p.add_argument("--only", nargs="+", type=_key_value, default=[], metavar="FIELD=VALUE",
+                   help="compare only the points with these identity values, e.g. conc=8 "
+                        "scenario=fixed-1k1k (every other baseline point must be matched)")
     p.add_argument("--markdown", type=Path, help="write the summary here (e.g. "
                                                  "$GITHUB_STEP_SUMMARY)")
     p.add_argument("--json", type=Path, help="write the full report here")
     a = p.parse_args(argv)
     try:
-        base, cand = load_points(a.baseline), load_points(a.candidate)
-    except FileNotFoundError as e:
+        base, cand = load_records(a.baseline), load_records(a.candidate)
+    except (FileNotFoundError, ValueError) as e:
         print(f"harness gate: {e}", file=sys.stderr)
         return 2
-    rep = gate(base, cand, a.metric, a.threshold, a.alpha)
+    rep = gate(base, cand, a.metric, a.threshold, a.alpha, dict(a.only))
     md = to_markdown(rep, " ".join(map(str, a.baseline)), " ".join(map(str, a.candidate)))
     print(md)
     if a.markdown:
@@ -278,20 +294,27 @@ def _gate(argv: list[str]) -> int:
 
 
 def _table(argv: list[str]) -> int:
-    from harness.dashboards.page import load_points
+    from harness.metrics import ranked_metrics
+    from harness.point_record import load_records
     from harness.tables import frontier_table, to_csv, to_markdown
 
     p = argparse.ArgumentParser(prog="harness table",
                                 description="Throughput at interactivity targets, read off "
-                                            "each frontier (monotone, never extrapolated).")
+                                            "each frontier (monotone, never extrapolated; "
+                                            "directions from the metric catalogue).")
     p.add_argument("runs", nargs="+", type=Path)
     p.add_argument("--targets", type=float, nargs="+", required=True)
-    p.add_argument("--x", default="median_intvty")
-    p.add_argument("--y", default="tput_per_gpu")
+    p.add_argument("--x", default="median_intvty", choices=ranked_metrics(), metavar="METRIC")
+    p.add_argument("--y", default="tput_per_gpu", choices=ranked_metrics(), metavar="METRIC")
     p.add_argument("--csv", type=Path)
     p.add_argument("--markdown", type=Path)
     a = p.parse_args(argv)
-    rows = frontier_table(load_points(a.runs), a.targets, a.x, a.y)
+    try:
+        records = load_records(a.runs)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"harness table: {e}", file=sys.stderr)
+        return 2
+    rows = frontier_table(records, a.targets, a.x, a.y)
     md = to_markdown(rows)
     print(md)
     if a.csv:

@@ -1,8 +1,9 @@
 """Curves from points: series identity, Pareto frontiers, monotone interpolation, cost.
 
-Pure functions (methodology.md §4). Fixed-sequence series include the speculative method (MTP
-and non-MTP are separate curves and frontiers); agentic series merge them, keeping the method
-on each point for its tooltip.
+Pure functions (docs/methodology.md §4). Fixed-sequence series include the speculative method
+(MTP and non-MTP are separate curves and frontiers); agentic series merge them, keeping the
+method on each point for its tooltip. The series definition is the identity's
+(`PointIdentity.series_key`).
 """
 
 from __future__ import annotations
@@ -14,16 +15,13 @@ from typing import Any
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
-PRICE_TIERS = ("hyperscaler", "neocloud", "rental_3yr")
+from harness.metrics import PRICE_TIERS
+from harness.point_record import PointIdentity
 
 
 def series_key(p: dict[str, Any]) -> tuple[str, ...]:
-    base = (str(p.get("model")), str(p.get("chip")), str(p.get("engine")),
-            str(p.get("precision")))
-    if p.get("scenario_kind") == "agentic":
-        return base
-    spec = str(p.get("spec_method") or "none")
-    return (*base, spec if spec == "none" else f"{spec}")
+    """The series of a flat point (as read from disk)."""
+    return tuple(map(str, PointIdentity.from_flat(p).series_key()))
 
 
 def series_label(key: Sequence[str]) -> str:

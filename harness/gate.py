@@ -1,10 +1,14 @@
 """The regression gate: compare a candidate run with a baseline, point by point and along the
 frontiers at matched interactivity.
 
-Validity first: a point invalid on either side is reported, not compared. With repeats on both
-sides a change is a regression only when it is significant (Welch's t-test) *and* larger than
-the threshold, like asv; with single runs the threshold alone decides, and the report says so.
-Exit codes: 0 pass, 1 regression, 2 invalid or unusable input.
+Points match by identity (`PointIdentity.match_key`); matched points whose engine or scenario
+settings differ are "not comparable", with what differs. Validity next: a point invalid on
+either side is reported, not compared. With repeats on both sides a change is a regression only
+when it is significant (Welch's t-test) *and* larger than the threshold, like asv; with single
+runs the threshold alone decides, and the report says so. A baseline point the candidate lacks
+fails the gate (a change that breaks a load level must not pass) unless the comparison is
+narrowed to a subset. Directions come from the metric catalogue (harness.metrics).
+Exit codes: 0 pass, 1 regression or missing points, 2 invalid or not comparable input.
 """
 
 from __future__ import annotations
@@ -18,18 +22,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from harness.curves import interpolate_at, pareto_frontier, series_key, series_label
+from harness.curves import interpolate_at, pareto_frontier, series_label
+from harness.metrics import metric
+from harness.point_record import PointRecord
 
-# metric -> True when higher is better
-METRICS = {"tput_per_gpu": True, "output_tput_per_gpu": True, "median_intvty": True,
-           "p99_intvty": True, "median_ttft": False, "p99_ttft": False, "median_tpot": False,
-           "median_e2el": False, "p90_e2e_intvty": True}
 DEFAULT_METRICS = ("tput_per_gpu", "median_intvty", "median_ttft")
-# Fields that identify a point across runs (the engine version, image and harness revision are
-# what a gate compares, so they are not part of the match).
-MATCH_FIELDS = ("model", "precision", "chip", "engine", "spec_method", "spec_k",
-                "spec_acceptance_mode", "spec_acceptance_length", "tp", "ep", "dp_attention",
-                "pp", "gpus", "scenario", "scenario_kind", "isl", "osl", "conc")
 
 
 @dataclass
@@ -50,7 +47,9 @@ class Comparison:
 class GateReport:
     comparisons: list[Comparison] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
-    unmatched: list[str] = field(default_factory=list)
+    not_comparable: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # baseline points the candidate lacks
+    unmatched: list[str] = field(default_factory=list)  # candidate points the baseline lacks
     threshold: float = 0.05
     alpha: float = 0.05
     mode: str = ""
@@ -61,30 +60,61 @@ class GateReport:
 
     @property
     def exit_code(self) -> int:
-        if self.regressions:
+        if self.regressions or self.missing:
             return 1
-        if self.invalid or not self.comparisons:
+        if self.invalid or self.not_comparable or not self.comparisons:
             return 2
         return 0
 
     @property
     def verdict(self) -> str:
-        return {0: "PASS", 1: "REGRESSION", 2: "INVALID INPUT"}[self.exit_code]
+        if self.exit_code == 1:
+            return "REGRESSION" if self.regressions else "MISSING POINTS"
+        if self.exit_code == 2:
+            return "NOT COMPARABLE" if self.not_comparable else "INVALID INPUT"
+        return "PASS"
 
 
-def match_key(p: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(p.get(f) for f in MATCH_FIELDS)
+def point_label(p: PointRecord) -> str:
+    i = p.identity
+    return f"{series_label(i.series_key())} · {i.scenario} · conc {i.conc}"
 
 
-def point_label(p: dict[str, Any]) -> str:
-    return f"{series_label(series_key(p))} · {p.get('scenario')} · conc {p.get('conc')}"
-
-
-def _group(points: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
-    out: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+def _group(points: Sequence[PointRecord]) -> dict[tuple[Any, ...], list[PointRecord]]:
+    out: dict[tuple[Any, ...], list[PointRecord]] = defaultdict(list)
     for p in points:
-        out[match_key(p)].append(p)
+        out[p.identity.match_key()].append(p)
     return out
+
+
+def narrow(points: Sequence[PointRecord], only: dict[str, str]) -> list[PointRecord]:
+    """Points whose identity fields match every `key=value` of `only` (as text)."""
+    return [p for p in points
+            if all(str(getattr(p.identity, k)) == v for k, v in only.items())]
+
+
+def _by_settings(b: list[PointRecord], c: list[PointRecord]
+                 ) -> dict[str, tuple[list[PointRecord], list[PointRecord]]]:
+    """Matched points split by their settings (a run may hold the same load level under two
+    scenario settings; each is compared with its own kind)."""
+    out: dict[str, tuple[list[PointRecord], list[PointRecord]]] = {}
+    for side, points in ((0, b), (1, c)):
+        for p in points:
+            key = "/".join(str(v) for v in p.identity.settings().values())
+            out.setdefault(key, ([], []))[side].append(p)
+    return out
+
+
+def _settings_difference(b: Sequence[PointRecord], c: Sequence[PointRecord]) -> str:
+    """'' when every point on both sides ran with the same settings, else what differs."""
+    diffs = []
+    for key in ("engine_settings", "scenario_settings"):
+        bs = {p.identity.settings()[key] for p in b}
+        cs = {p.identity.settings()[key] for p in c}
+        if bs != cs:
+            diffs.append(f"{key.replace('_', ' ')} differ (baseline {', '.join(map(str, bs))}, "
+                         f"candidate {', '.join(map(str, cs))})")
+    return "; ".join(diffs)
 
 
 def compare_samples(base: Sequence[float], cand: Sequence[float], higher_better: bool,
@@ -107,59 +137,82 @@ def compare_samples(base: Sequence[float], cand: Sequence[float], higher_better:
             "single run: threshold only")
 
 
-def gate(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, Any]],
+def gate(baseline: Sequence[PointRecord], candidate: Sequence[PointRecord],
          metrics: Sequence[str] = DEFAULT_METRICS, threshold: float = 0.05,
-         alpha: float = 0.05) -> GateReport:
+         alpha: float = 0.05, only: dict[str, str] | None = None) -> GateReport:
+    """Point by point, then along the frontiers. Every baseline point must be in the
+    candidate (narrow both sides with `only` to compare a subset)."""
     rep = GateReport(threshold=threshold, alpha=alpha)
+    if only:
+        baseline, candidate = narrow(baseline, only), narrow(candidate, only)
     bg, cg = _group(baseline), _group(candidate)
     repeats = min([len(v) for v in bg.values()] + [len(v) for v in cg.values()] or [0])
     rep.mode = ("repeats on both sides: Welch t-test and threshold" if repeats >= 2
                 else "single runs: threshold only (no significance test possible)")
+    comparable: list[PointRecord] = []
     for key in sorted(set(bg) | set(cg), key=str):
         b, c = bg.get(key, []), cg.get(key, [])
         label = point_label((b or c)[0])
-        if not b or not c:
-            rep.unmatched.append(f"{label} (only in {'candidate' if c else 'baseline'})")
-            continue
-        bad = [p for p in b + c if not p.get("valid", False)]
-        if bad:
-            side = "baseline" if any(p in b for p in bad) else "candidate"
-            why = (bad[0].get("invalid_reasons") or ["invalid"])[0].splitlines()[0]
-            rep.invalid.append(f"{label}: invalid in the {side} ({why})")
-            continue
-        for metric in metrics:
-            hb = METRICS.get(metric, True)
-            bv = [float(p[metric]) for p in b if p.get(metric) is not None]
-            cv = [float(p[metric]) for p in c if p.get(metric) is not None]
-            if not bv or not cv:
-                continue
-            change, pval, reg, note = compare_samples(bv, cv, hb, threshold, alpha)
-            rep.comparisons.append(Comparison(label, metric, float(np.mean(bv)),
-                                              float(np.mean(cv)), change, len(bv), len(cv),
-                                              pval, reg, note))
-    rep.comparisons += frontier_comparisons(baseline, candidate, threshold, alpha)
+        if not c:
+            rep.missing.append(f"{label} (in the baseline, not in the candidate)")
+        elif not b:
+            rep.unmatched.append(f"{label} (only in the candidate)")
+        elif diff := _settings_difference(b, c):
+            rep.not_comparable.append(f"{label}: not comparable: {diff}")
+        else:
+            for settings, (bs, cs) in _by_settings(b, c).items():
+                sub = label if len(_by_settings(b, c)) == 1 else f"{label} [{settings}]"
+                if bad := [p for p in bs + cs if not p.valid]:
+                    side = "baseline" if any(p in bs for p in bad) else "candidate"
+                    why = (bad[0].reasons or [f"status {bad[0].status}"])[0].splitlines()[0]
+                    rep.invalid.append(f"{sub}: invalid in the {side} ({why})")
+                    continue
+                comparable += [*bs, *cs]
+                rep.comparisons += _point_comparisons(sub, bs, cs, metrics, threshold, alpha)
+    ok = {id(p) for p in comparable}
+    rep.comparisons += frontier_comparisons([p for p in baseline if id(p) in ok],
+                                            [p for p in candidate if id(p) in ok],
+                                            threshold, alpha)
     return rep
 
 
-def _frontier_points(points: Sequence[dict[str, Any]], x: str, y: str) -> tuple[list, list]:
+def _point_comparisons(label: str, b: list[PointRecord], c: list[PointRecord],
+                       metrics: Sequence[str], threshold: float,
+                       alpha: float) -> list[Comparison]:
+    out = []
+    for name in metrics:
+        hb = metric(name).higher_is_better
+        bv = [float(p.get(name)) for p in b if p.get(name) is not None]
+        cv = [float(p.get(name)) for p in c if p.get(name) is not None]
+        if not bv or not cv:
+            continue
+        change, pval, reg, note = compare_samples(bv, cv, hb, threshold, alpha)
+        out.append(Comparison(label, name, float(np.mean(bv)), float(np.mean(cv)), change,
+                              len(bv), len(cv), pval, reg, note))
+    return out
+
+
+def _frontier_points(points: Sequence[PointRecord], x: str, y: str) -> tuple[list, list]:
     xs = [p.get(x) for p in points]
     ys = [p.get(y) for p in points]
     idx = pareto_frontier([v if v is not None else math.nan for v in xs],
-                          [v if v is not None else math.nan for v in ys])
+                          [v if v is not None else math.nan for v in ys],
+                          metric(x).higher_is_better, metric(y).higher_is_better)
     return [xs[i] for i in idx], [ys[i] for i in idx]
 
 
-def frontier_comparisons(baseline: Sequence[dict[str, Any]], candidate: Sequence[dict[str, Any]],
+def frontier_comparisons(baseline: Sequence[PointRecord], candidate: Sequence[PointRecord],
                          threshold: float, alpha: float, x: str = "median_intvty",
                          y: str = "tput_per_gpu") -> list[Comparison]:
     """Throughput along each series' frontier at matched interactivity: at every baseline
     frontier x that every repeat's frontier on both sides covers (a curve of at least two
-    points), interpolated with the monotone spline, never extrapolated."""
-    def series(points):
+    points), interpolated with the monotone spline, never extrapolated. Valid points only."""
+    def series(points: Sequence[PointRecord]) -> dict[tuple, dict[int, list]]:
         out: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))
         for p in points:
-            if p.get("valid"):
-                out[(series_key(p), p.get("scenario"))][int(p.get("repeat") or 0)].append(p)
+            if p.valid:
+                i = p.identity
+                out[(i.series_key(), i.scenario, i.scenario_settings)][i.repeat].append(p)
         return out
 
     bs, cs = series(baseline), series(candidate)
@@ -175,7 +228,8 @@ def frontier_comparisons(baseline: Sequence[dict[str, Any]], candidate: Sequence
             cv = [interpolate_at(fx, fy, target) for fx, fy in c_fronts]
             if not all(math.isfinite(v) for v in bv + cv):
                 continue  # outside some repeat's measured frontier
-            change, pval, reg, note = compare_samples(bv, cv, True, threshold, alpha)
+            change, pval, reg, note = compare_samples(bv, cv, metric(y).higher_is_better,
+                                                      threshold, alpha)
             out.append(Comparison(f"frontier {series_label(key[0])} · {key[1]} @ {x}="
                                   f"{target:.4g}", y, float(np.mean(bv)), float(np.mean(cv)),
                                   change, len(bv), len(cv), pval, reg, note))
@@ -192,6 +246,11 @@ def to_markdown(rep: GateReport, baseline: str, candidate: str) -> str:
                   f"({100 * c.change:+.1f}%" + (f", p={c.p_value:.3g}" if c.p_value is not None
                                                else "") + ")" for c in rep.regressions]
         lines.append("")
+    if rep.missing:
+        lines += ["### Missing from the candidate (narrow with --only to compare a subset)",
+                  ""] + [f"- {s}" for s in rep.missing] + [""]
+    if rep.not_comparable:
+        lines += ["### Not comparable", ""] + [f"- {s}" for s in rep.not_comparable] + [""]
     if rep.invalid:
         lines += ["### Not compared (invalid)", ""] + [f"- {s}" for s in rep.invalid] + [""]
     if rep.unmatched:
@@ -210,5 +269,6 @@ def to_markdown(rep: GateReport, baseline: str, candidate: str) -> str:
 def to_json(rep: GateReport) -> dict[str, Any]:
     return {"verdict": rep.verdict, "exit_code": rep.exit_code, "threshold": rep.threshold,
             "alpha": rep.alpha, "mode": rep.mode, "invalid": rep.invalid,
+            "not_comparable": rep.not_comparable, "missing": rep.missing,
             "unmatched": rep.unmatched,
             "comparisons": [asdict(c) for c in rep.comparisons]}

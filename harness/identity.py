@@ -1,4 +1,4 @@
-"""What a point is: its identity fields and a stable id hashed from them.
+"""A point's identity from a sweep config (`PointIdentity`, harness.point_record).
 
 The id covers everything that changes what is measured (model, precision, chip, engine and its
 settings, speculator, topology, scenario, concurrency, repeat) and nothing that does not (run
@@ -8,24 +8,21 @@ id, seed, time), so a rerun of an interrupted sweep recognises the points it alr
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-from typing import Any
-
-import orjson
 
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
+from harness.point_record import PointIdentity, digest
 from harness.spec.acceptance import AcceptancePlan
 
-
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
+_digest = digest
 
 
 def engine_settings_hash(sc: SweepConfig) -> str:
-    """Engine settings that change the server (not the URL or the name of a key variable)."""
+    """Engine settings that change the server: its flags, environment, threads. Not the URL,
+    the key's variable, timeouts, the declared version, nor the image or interpreter: a new
+    image or build is exactly what a gate compares, so it must not make points incomparable."""
     e = dataclasses.asdict(sc.engine)
-    for k in ("url", "api_key_env", "startup_timeout_s", "version"):
+    for k in ("url", "api_key_env", "startup_timeout_s", "version", "image", "python"):
         e.pop(k, None)
     return _digest(e)[:10]
 
@@ -37,10 +34,10 @@ def scenario_settings_hash(sc: SweepConfig) -> str:
 
 
 def point_identity(sc: SweepConfig, concurrency: int, repeat: int,
-                   acceptance: AcceptancePlan | None = None) -> dict[str, Any]:
+                   acceptance: AcceptancePlan | None = None) -> PointIdentity:
     spec, topo, scen = sc.speculator, sc.topology, sc.scenario
     acc = acceptance or AcceptancePlan("none")
-    return {
+    return PointIdentity(**{
         "model": sc.model.name,
         "hf_id": sc.model.checkpoints.get(sc.precision or sc.model.default_precision,
                                           sc.model.hf_id),
@@ -66,9 +63,4 @@ def point_identity(sc: SweepConfig, concurrency: int, repeat: int,
         "osl": scen.osl,
         "conc": concurrency,
         "repeat": repeat,
-    }
-
-
-def point_id(identity: dict[str, Any]) -> str:
-    readable = f"c{identity['conc']}-r{identity['repeat']}"
-    return f"{readable}-{_digest(identity)[:12]}"
+    })

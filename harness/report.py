@@ -7,22 +7,29 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from harness.metrics import CATALOGUE
+
+# header, key, format; the display scale (seconds shown as ms) is the catalogue's.
 _COLUMNS = (
-    # header, key, format, scale
-    ("conc", "conc", "{:>5d}", 1),
-    ("reqs", "num_requests", "{:>5d}", 1),
-    ("fail", "num_failed", "{:>4d}", 1),
-    ("dur s", "duration_s", "{:>7.1f}", 1),
-    ("in tok/s", "input_tput", "{:>9.1f}", 1),
-    ("out tok/s", "output_tput", "{:>9.1f}", 1),
-    ("tok/s/gpu", "tput_per_gpu", "{:>9.1f}", 1),
-    ("ttft p50", "median_ttft", "{:>8.1f}", 1000),
-    ("ttft p99", "p99_ttft", "{:>8.1f}", 1000),
-    ("tpot p50", "median_tpot", "{:>8.2f}", 1000),
-    ("tpot p99", "p99_tpot", "{:>8.2f}", 1000),
-    ("itl p50", "median_itl", "{:>8.2f}", 1000),
-    ("intvty", "median_intvty", "{:>7.1f}", 1),
+    ("conc", "conc", "{:>5d}"),
+    ("reqs", "num_requests", "{:>5d}"),
+    ("fail", "num_failed", "{:>4d}"),
+    ("dur s", "duration_s", "{:>7.1f}"),
+    ("in tok/s", "input_tput", "{:>9.1f}"),
+    ("out tok/s", "output_tput", "{:>9.1f}"),
+    ("tok/s/gpu", "tput_per_gpu", "{:>9.1f}"),
+    ("ttft p50", "median_ttft", "{:>8.1f}"),
+    ("ttft p99", "p99_ttft", "{:>8.1f}"),
+    ("tpot p50", "median_tpot", "{:>8.2f}"),
+    ("tpot p99", "p99_tpot", "{:>8.2f}"),
+    ("itl p50", "median_itl", "{:>8.2f}"),
+    ("intvty", "median_intvty", "{:>7.1f}"),
 )
+
+
+def _scale(key: str) -> float:
+    m = CATALOGUE.get(key)
+    return m.scale if m is not None else 1.0
 
 
 def _cell(fmt: str, value: Any, scale: float) -> str:
@@ -37,10 +44,10 @@ def summary_table(points: Iterable[dict[str, Any]]) -> str:
                                            p.get("conc", 0), p.get("repeat", 0)))
     if not points:
         return "(no points)"
-    head = " ".join(h.rjust(len(_cell(f, 0, 1))) for h, _, f, _ in _COLUMNS) + "  valid"
+    head = " ".join(h.rjust(len(_cell(f, 0, 1))) for h, _, f in _COLUMNS) + "  valid"
     lines = [head, "-" * len(head)]
     for p in points:
-        row = " ".join(_cell(f, p.get(k), s) for _, k, f, s in _COLUMNS)
+        row = " ".join(_cell(f, p.get(k), _scale(k)) for _, k, f in _COLUMNS)
         lines.append(f"{row}  {'yes' if p.get('valid') else 'NO'}")
     first = points[0]
     shape = (f"{first.get('fit')}, concurrency = session trees"

@@ -10,19 +10,34 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from harness.curves import interpolate_at, pareto_frontier, series_key, series_label
+from harness.curves import interpolate_at, pareto_frontier, series_label
+from harness.metrics import metric
+from harness.point_record import PointRecord
 
 
-def frontier_table(points: Sequence[dict[str, Any]], targets: Sequence[float],
+def scenario_label(p: PointRecord) -> str:
+    """The scenario's name, and for fixed-sequence points the shape that was run (a name keeps
+    its label when scenario.isl/osl are overridden, the shape does not)."""
+    i = p.identity
+    if i.scenario_kind == "fixed":
+        return f"{i.scenario} (ISL {i.isl}, OSL {i.osl})"
+    return i.scenario
+
+
+def frontier_table(points: Sequence[PointRecord], targets: Sequence[float],
                    x: str = "median_intvty", y: str = "tput_per_gpu") -> list[dict[str, Any]]:
-    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    """y at each x target along each series' frontier, in the directions the catalogue gives
+    (valid points only; series never merge across scenario settings)."""
+    mx, my = metric(x), metric(y)
+    groups: dict[tuple, list[PointRecord]] = defaultdict(list)
     for p in points:
-        if p.get("valid") and p.get(x) is not None and p.get(y) is not None:
-            groups[(p.get("scenario"), series_key(p))].append(p)
+        if p.valid and p.get(x) is not None and p.get(y) is not None:
+            i = p.identity
+            groups[(scenario_label(p), i.scenario_settings, i.series_key())].append(p)
     rows = []
-    for (scenario, key), pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        xs, ys = [float(p[x]) for p in pts], [float(p[y]) for p in pts]
-        idx = pareto_frontier(xs, ys)
+    for (scenario, _, key), pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        xs, ys = [float(p.get(x)) for p in pts], [float(p.get(y)) for p in pts]
+        idx = pareto_frontier(xs, ys, mx.higher_is_better, my.higher_is_better)
         fx, fy = [xs[i] for i in idx], [ys[i] for i in idx]
         row: dict[str, Any] = {"scenario": scenario, "series": series_label(key),
                                "frontier_points": len(idx),

@@ -115,11 +115,11 @@ def test_missing_table_entry_is_a_config_error() -> None:
 
 
 def test_llamacpp_flags_for_injected_and_real_acceptance() -> None:
+    plan = resolve(_sc("speculator=draft_model", "speculator.k=4",
+                       "speculator.acceptance.mode=injected",
+                       "speculator.acceptance.length=2.5"), True, "w")
     inj = LlamaCppAdapter(_sc("speculator=draft_model", "speculator.draft_model=self",
-                              "speculator.k=4"))
-    inj.acceptance = resolve(_sc("speculator=draft_model", "speculator.k=4",
-                                 "speculator.acceptance.mode=injected",
-                                 "speculator.acceptance.length=2.5"), True, "w")
+                              "speculator.k=4"), plan)
     cfg = json.loads(inj.launch_plan(8000, 2).argv[-1])
     assert cfg["speculative"]["synthetic_rates"] == [1.0, 0.5, 0.0, 0.0]
     assert cfg["speculative"]["draft_path"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")

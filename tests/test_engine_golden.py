@@ -15,9 +15,7 @@ PY = sys.executable
 
 
 def _plan(overrides, acceptance=None, port=30000, conc=128):
-    a = make_adapter(compose_sweep(overrides))
-    if acceptance is not None:
-        a.acceptance = acceptance
+    a = make_adapter(compose_sweep(overrides), acceptance)
     return a.launch_plan(port, conc)
 
 

@@ -97,10 +97,11 @@ function visiblePoints() {
     && (!from || !p.date || p.date >= from) && (!to || !p.date || p.date <= to));
 }
 
-// Pareto frontier: points no other point beats on both axes; x must be > 0.
+// Pareto frontier of the valid points: points no other beats on both axes; x must be > 0.
+// Invalid points stay on the chart (marked x) but never shape a frontier.
 function frontier(pts, xk, yk, xHigher, yHigher) {
   const sx = xHigher ? 1 : -1, sy = yHigher ? 1 : -1;
-  const cand = pts.filter(p => Number.isFinite(p[xk]) && Number.isFinite(p[yk]) && p[xk] > 0);
+  const cand = pts.filter(p => p.valid && Number.isFinite(p[xk]) && Number.isFinite(p[yk]) && p[xk] > 0);
   cand.sort((a, b) => (sx * b[xk] - sx * a[xk]) || (sy * b[yk] - sy * a[yk]));
   const keep = [];
   let best = -Infinity;

@@ -35,12 +35,15 @@ def build_figure(points: list[dict[str, Any]], scenario: str | None, x: str, y: 
     fig = go.Figure()
     for i, (series, sp) in enumerate(sorted(by_series.items())):
         color = PALETTE[i % len(PALETTE)]
-        idx = pareto_frontier([p[x] for p in sp], [p[y] for p in sp],
+        # Invalid points stay visible (marked) but never shape a frontier.
+        xs = [p[x] if p.get("valid") else None for p in sp]
+        idx = pareto_frontier(xs, [p[y] for p in sp],
                               xa["better"] == "higher", ya["better"] == "higher")
         shown = [sp[j] for j in idx] if optimal_only else sp
         fig.add_trace(go.Scatter(
             x=[p[x] for p in shown], y=[p[y] for p in shown], mode="markers", name=series,
-            legendgroup=series, marker={"color": color, "size": 9},
+            legendgroup=series, marker={"color": color, "size": 9, "symbol": [
+                "circle" if p.get("valid") else "x" for p in shown]},
             hovertext=["<br>".join(p["hover"]) for p in shown], hoverinfo="text"))
         if len(idx) >= 2:
             cx, cy = monotone_curve([sp[j][x] for j in idx], [sp[j][y] for j in idx])

@@ -15,34 +15,26 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.curves import PRICE_TIERS, series_key, series_label, with_costs
-from harness.results import atomic_write, read_points
+from harness.curves import series_key, series_label, with_costs
+from harness.metrics import PRICE_TIERS, metric
+from harness.point_record import load_flat
+from harness.results import atomic_write
 
-X_AXES = [
-    {"key": "median_intvty", "label": "Interactivity, median (tok/s/user)", "better": "higher"},
-    {"key": "p90_intvty", "label": "Interactivity, p90 TPOT (tok/s/user)", "better": "higher"},
-    {"key": "p99_intvty", "label": "Interactivity, p99 TPOT (tok/s/user)", "better": "higher"},
-    {"key": "p90_e2e_intvty", "label": "E2E-normalized interactivity P90 (tok/s/user)",
-     "better": "higher"},
-    {"key": "p75_e2e_intvty", "label": "E2E-normalized interactivity P75 (tok/s/user)",
-     "better": "higher"},
-    {"key": "median_e2el", "label": "End-to-end latency, median (s)", "better": "lower"},
-    {"key": "median_ttft", "label": "TTFT, median (s)", "better": "lower"},
-    {"key": "p99_ttft", "label": "TTFT, p99 (s)", "better": "lower"},
-]
-Y_AXES = [
-    {"key": "tput_per_gpu", "label": "Throughput per GPU, total (tok/s/GPU)", "better": "higher"},
-    {"key": "output_tput_per_gpu", "label": "Throughput per GPU, output (tok/s/GPU)",
-     "better": "higher"},
-    {"key": "input_tput_per_gpu", "label": "Throughput per GPU, input (tok/s/GPU)",
-     "better": "higher"},
-    *[{"key": f"cost_per_mtok_{t}", "label": f"$ per million tokens ({t.replace('_', ' ')})",
-       "better": "lower"} for t in PRICE_TIERS],
-    *[{"key": f"tok_per_dollar_{t}", "label": f"Tokens per $ ({t.replace('_', ' ')})",
-       "better": "higher"} for t in PRICE_TIERS],
-    {"key": "tok_s_per_mw", "label": "Tokens/s per MW (all-in power)", "better": "higher"},
-    {"key": "j_per_tok", "label": "Joules per token (all-in power)", "better": "lower"},
-]
+# The axes a reader can choose, in menu order; labels and directions are the catalogue's.
+X_AXIS_KEYS = ("median_intvty", "p90_intvty", "p99_intvty", "p90_e2e_intvty", "p75_e2e_intvty",
+               "median_e2el", "median_ttft", "p99_ttft")
+Y_AXIS_KEYS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu",
+               *(f"cost_per_mtok_{t}" for t in PRICE_TIERS),
+               *(f"tok_per_dollar_{t}" for t in PRICE_TIERS), "tok_s_per_mw", "j_per_tok")
+
+
+def _axis(key: str) -> dict[str, str]:
+    m = metric(key)
+    return {"key": key, "label": f"{m.label} ({m.unit})", "better": m.direction}
+
+
+X_AXES = [_axis(k) for k in X_AXIS_KEYS]
+Y_AXES = [_axis(k) for k in Y_AXIS_KEYS]
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#bcbd22", "#7f7f7f"]
 _NUMERIC = {a["key"] for a in X_AXES + Y_AXES}
@@ -149,15 +141,8 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 
 
 def load_points(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
-    points: list[dict[str, Any]] = []
-    for d in run_dirs:
-        d = Path(d)
-        if not (d / "points.jsonl").is_file():
-            raise FileNotFoundError(
-                f"{d}: no points.jsonl here (is it a run directory, results/<run_id>?)"
-            )
-        points.extend(read_points(d))
-    return points
+    """Flat points of the current schema (older results are migrated on read)."""
+    return load_flat(run_dirs)
 
 
 def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str) -> Path:

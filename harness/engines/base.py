@@ -8,12 +8,14 @@ The shared lifecycle (free port, start, readiness, log, stop) lives in `process.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.config.schema import SweepConfig
 from harness.spec.acceptance import AcceptancePlan, synthetic_rates
+from harness.workloads.base import EngineHints
 
 
 class EngineConfigError(ValueError):
@@ -42,6 +44,10 @@ class SpecCounterNames:
 
 
 class EngineAdapter(ABC):
+    """Built whole from the recipe, the acceptance plan and the workload's hints, then never
+    changed: everything a launch, a request body or a point's engine facts need is fixed at
+    construction, after `validate` has refused recipes this engine cannot run."""
+
     kind: str = ""
     keep_alive: bool = True  # False: the server closes connections after each stream
     spec_al_gauge: str | None = None  # engines that report the average AL as a gauge
@@ -49,26 +55,43 @@ class EngineAdapter(ABC):
     prefix_cache_counters: tuple[str, str] | None = None
     spec_counters: SpecCounterNames | None = None
 
-    def __init__(self, sc: SweepConfig) -> None:
+    def __init__(self, sc: SweepConfig, acceptance: AcceptancePlan | None = None,
+                 hints: EngineHints | None = None, where: Locate | None = None) -> None:
+        self.validate(sc, where or _default_locate)
         self.sc = sc
-        # Agentic scenarios: the longest fitted request, set by the runner from the traces.
-        self.request_tokens_override: int | None = None
-        # What acceptance the speculator runs at (set by the runner before launch).
-        self.acceptance = AcceptancePlan("none")
-        self.check()
+        self.acceptance = acceptance or AcceptancePlan("none")
+        self.hints = hints or fixed_hints(sc)
+        self._sealed = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"{type(self).__name__} is complete once built; pass "
+                                 f"{name} to its constructor")
+        object.__setattr__(self, name, value)
+
+    @classmethod
+    def validate(cls, sc: SweepConfig, where: Locate) -> None:
+        """Refuse recipes this engine cannot run (a ConfigError naming file, key and fix);
+        called before anything is built or launched. Nothing to refuse by default."""
+        return None
 
     @property
     def can_inject(self) -> bool:
         return bool(self.sc.engine.can_inject_acceptance)
+
+    @property
+    def prefix_caching(self) -> bool:
+        return self.hints.prefix_caching
+
+    def max_running(self, max_concurrency: int) -> int:
+        """Requests the engine must admit at once (AgentX: 2x, for sub-agent fan-out)."""
+        return max_concurrency * self.hints.running_per_concurrency
 
     def synthetic_rates(self) -> list[float] | None:
         """Per-position forced acceptance rates when injecting, else None."""
         if self.acceptance.mode != "injected" or self.acceptance.length is None:
             return None
         return synthetic_rates(self.acceptance.length, self.sc.speculator.k)
-
-    def check(self) -> None:  # noqa: B027 - optional hook
-        """Refuse recipes this engine cannot run; called before anything is launched."""
 
     @property
     def precision(self) -> str:
@@ -136,10 +159,21 @@ class EngineAdapter(ABC):
         return str(server_info.get("version", "unknown"))
 
     def context_per_request(self) -> int:
-        """Tokens one request may need: ISL + OSL + margin (max-model-len)."""
+        """Tokens one request may need: the workload's longest request + margin
+        (max-model-len)."""
         from harness.config.validate import CONTEXT_MARGIN
 
-        if self.request_tokens_override is not None:
-            return self.request_tokens_override + CONTEXT_MARGIN
-        s = self.sc.scenario
-        return s.isl + s.osl + CONTEXT_MARGIN
+        return self.hints.longest_request_tokens + CONTEXT_MARGIN
+
+
+Locate = Callable[[str], str]
+
+
+def _default_locate(key: str) -> str:
+    return f"the {key.split('.')[0]} recipe"
+
+
+def fixed_hints(sc: SweepConfig) -> EngineHints:
+    """Hints for a fixed-sequence recipe (tools that build an adapter without a workload)."""
+    return EngineHints(prefix_caching=False,
+                       longest_request_tokens=sc.scenario.isl + sc.scenario.osl)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.engines.base import EngineAdapter, EngineConfigError, LaunchPlan
+from harness.config.errors import ConfigError
+from harness.config.schema import SweepConfig
+from harness.engines.base import EngineAdapter, EngineConfigError, LaunchPlan, Locate
 
 
 class EndpointAdapter(EngineAdapter):
     kind = "endpoint"
 
-    def check(self) -> None:
-        if not self.sc.engine.url:
-            raise EngineConfigError("engine=endpoint needs engine.url")
+    @classmethod
+    def validate(cls, sc: SweepConfig, where: Locate) -> None:
+        if not sc.engine.url:
+            raise ConfigError(where("engine.url"), "engine.url",
+                              "engine=endpoint needs the URL of a running server",
+                              "add engine.url=http://host:port")
 
     @property
     def launches(self) -> bool:

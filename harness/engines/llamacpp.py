@@ -6,7 +6,9 @@ import json
 import sys
 from typing import Any
 
-from harness.engines.base import EngineAdapter, EngineConfigError, LaunchPlan, SpecCounterNames
+from harness.config.errors import ConfigError
+from harness.config.schema import SweepConfig
+from harness.engines.base import EngineAdapter, LaunchPlan, Locate, SpecCounterNames
 from harness.weights import gguf_path
 
 
@@ -20,14 +22,16 @@ class LlamaCppAdapter(EngineAdapter):
         accepted="llamacpp:spec_decode_num_accepted_tokens_total",
     )
 
-    def check(self) -> None:
-        spec = self.sc.speculator
+    @classmethod
+    def validate(cls, sc: SweepConfig, where: Locate) -> None:
+        spec = sc.speculator
         if spec.method == "draft_model" and not spec.draft_model:
-            raise EngineConfigError(
-                "speculator=draft_model needs speculator.draft_model (a GGUF path, or 'self' "
-                "for the model drafting for itself) for llama.cpp"
-            )
-        gguf_path(self.sc.model)  # fails early with an install hint if the weights are missing
+            raise ConfigError(
+                where("speculator.draft_model"), "speculator.draft_model",
+                "speculator=draft_model on llama.cpp needs the drafter's weights",
+                "set speculator.draft_model to a GGUF path, or 'self' for the model drafting "
+                "for itself")
+        gguf_path(sc.model)  # fails early with an install hint if the weights are missing
 
     def _draft_path(self) -> str | None:
         d = self.sc.speculator.draft_model
@@ -40,9 +44,9 @@ class LlamaCppAdapter(EngineAdapter):
             "model_path": str(gguf_path(self.sc.model)),
             "alias": self.served_model_name,
             "port": port,
-            "n_parallel": max_concurrency,
+            "n_parallel": self.max_running(max_concurrency),
             # n_ctx is shared by all slots: size every slot for the scenario's longest request.
-            "n_ctx": per_slot * max_concurrency,
+            "n_ctx": per_slot * self.max_running(max_concurrency),
             "threads": self.sc.engine.threads,
         }
         if spec.method != "none":
@@ -60,8 +64,8 @@ class LlamaCppAdapter(EngineAdapter):
                           ready_paths=("/health", "/v1/models"))
 
     def request_extras(self) -> dict[str, Any]:
-        # Fixed-sequence prompts are random: no prefix reuse, as InferenceX runs them.
-        return {"cache_prompt": False} if self.sc.scenario.kind == "fixed" else {}
+        # Random prompts (fixed sequence): no prefix reuse, as InferenceX runs them.
+        return {} if self.prefix_caching else {"cache_prompt": False}
 
     def version(self, server_info: dict[str, Any]) -> str:
         import xllamacpp

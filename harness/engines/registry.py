@@ -1,9 +1,15 @@
-"""engine.kind -> adapter class. Adding an engine: one module here and one YAML."""
+"""engine.kind -> adapter class. Adding an engine: one module here and one YAML; every other
+list of engine kinds (config validation, choices) reads `ENGINE_KINDS`."""
 
 from __future__ import annotations
 
-from harness.config.schema import SweepConfig
-from harness.engines.base import EngineAdapter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the registry stays importable from config validation without cycles
+    from harness.config.schema import SweepConfig
+    from harness.engines.base import EngineAdapter, Locate
+    from harness.spec.acceptance import AcceptancePlan
+    from harness.workloads.base import EngineHints
 
 _ADAPTERS = {
     "llamacpp": ("harness.engines.llamacpp", "LlamaCppAdapter"),
@@ -13,6 +19,7 @@ _ADAPTERS = {
     "atom": ("harness.engines.atom", "AtomAdapter"),
     "endpoint": ("harness.engines.endpoint", "EndpointAdapter"),
 }
+ENGINE_KINDS = tuple(_ADAPTERS)
 
 
 def adapter_class(kind: str) -> type[EngineAdapter]:
@@ -22,5 +29,8 @@ def adapter_class(kind: str) -> type[EngineAdapter]:
     return getattr(importlib.import_module(module), name)
 
 
-def make_adapter(sc: SweepConfig) -> EngineAdapter:
-    return adapter_class(sc.engine.kind)(sc)
+def make_adapter(sc: SweepConfig, acceptance: AcceptancePlan | None = None,
+                 hints: EngineHints | None = None, where: Locate | None = None
+                 ) -> EngineAdapter:
+    """A complete adapter: validated, then built with everything it will ever need."""
+    return adapter_class(sc.engine.kind)(sc, acceptance, hints, where)

@@ -33,10 +33,10 @@ class SglangAdapter(EngineAdapter):
                      "--speculative-num-draft-tokens", str(spec.k + 1)]
             if spec.draft_model:
                 argv += ["--speculative-draft-model-path", spec.draft_model]
-        if self.sc.scenario.kind == "fixed":
+        if not self.prefix_caching:
             argv += ["--disable-radix-cache"]
         argv += ["--context-length", str(self.context_per_request()),
-                 "--max-running-requests", str(max_concurrency)]
+                 "--max-running-requests", str(self.max_running(max_concurrency))]
         argv += list(self.sc.engine.extra_args)
         env = dict(self.sc.engine.env)
         if self.acceptance.mode == "injected":

@@ -19,7 +19,7 @@ class TrtllmAdapter(EngineAdapter):
     def extra_options(self, max_concurrency: int) -> dict[str, Any]:
         spec, t = self.sc.speculator, self.sc.topology
         opts: dict[str, Any] = {"enable_attention_dp": bool(t.dp_attention)}
-        if self.sc.scenario.kind == "fixed":
+        if not self.prefix_caching:
             opts["kv_cache_config"] = {"enable_block_reuse": False}
         if spec.method == "mtp":
             opts["speculative_config"] = {"decoding_type": "MTP",
@@ -42,7 +42,7 @@ class TrtllmAdapter(EngineAdapter):
         argv = ["trtllm-serve", self.checkpoint, "--host", "127.0.0.1", "--port", str(port),
                 "--backend", "pytorch", "--tp_size", str(t.tp), "--ep_size", str(t.ep),
                 "--pp_size", str(t.pp), "--max_seq_len", str(self.context_per_request()),
-                "--max_batch_size", str(max_concurrency),
+                "--max_batch_size", str(self.max_running(max_concurrency)),
                 "--extra_llm_api_options", EXTRA_OPTIONS_FILE]
         argv += list(self.sc.engine.extra_args)
         env = dict(self.sc.engine.env)

@@ -63,8 +63,8 @@ class VllmAdapter(EngineAdapter):
         if t.ep > 1 or t.dp_attention:
             argv += ["--enable-expert-parallel"]
         argv += ["--max-model-len", str(self.context_per_request()),
-                 "--max-num-seqs", str(max_concurrency)]
-        if self.sc.scenario.kind == "fixed":  # random prompts must not hit a warm cache
+                 "--max-num-seqs", str(self.max_running(max_concurrency))]
+        if not self.prefix_caching:  # random prompts must not hit a warm cache
             argv += ["--no-enable-prefix-caching"]
         spec = self.speculative_config()
         if spec is not None:

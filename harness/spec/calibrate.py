@@ -18,9 +18,10 @@ from typing import Any
 from harness.config.schema import SweepConfig
 from harness.engines.registry import make_adapter
 from harness.engines.session import EngineSession
-from harness.point import server_summary
+from harness.point import engine_facts
 from harness.results import git_revision
 from harness.spec.acceptance import COLUMNS, AcceptanceRow, append_rows
+from harness.workloads.base import EngineHints
 from harness.workloads.tokenizer import load_tokenizer
 
 
@@ -95,8 +96,10 @@ def calibrate(sc_for_k: Any, cs: CalibrationSettings, run_root: Path, repo: Path
     revision = git_revision(repo)
     for k in cs.ks:
         sc: SweepConfig = sc_for_k(k)
-        adapter = make_adapter(sc)
-        adapter.request_tokens_override = cs.context_tokens + cs.max_tokens
+        # Each prompt is its own history: nothing to gain from a prefix cache.
+        hints = EngineHints(prefix_caching=False,
+                            longest_request_tokens=cs.context_tokens + cs.max_tokens)
+        adapter = make_adapter(sc, hints=hints)
         with EngineSession(adapter, run_root, f"calibrate-k{k}", 1) as eng:
             before = eng.scrape()
             for p in prompts:
@@ -108,7 +111,7 @@ def calibrate(sc_for_k: Any, cs: CalibrationSettings, run_root: Path, repo: Path
                                              {"Content-Type": "application/json"})
                 with urllib.request.urlopen(req, timeout=600) as r:
                     r.read()
-            spec = server_summary(before, eng.scrape(), adapter.spec_counters)
+            spec = engine_facts(adapter, before, eng.scrape())
             version = eng.version
         al = spec.get("spec_realised_al")
         if al is None:

@@ -1,24 +1,26 @@
-"""An agentic point: traces loaded, fitted and checked before the engine starts; replayed on
-it; measured like a fixed-sequence point plus AgentX's extras (QPS, E2E-normalized
-interactivity, theoretical and server-side prefix-cache hit rates, validity rules)."""
+"""Agentic lanes (AgentX): traces loaded, fitted and checked before the engine starts; N live
+session trees replayed on it (harness.workloads.replay); measured like a fixed-sequence point
+plus AgentX's facts (QPS, theoretical and server-reported prefix-cache hit rates) and rules
+(minimum measured time, context overflows), docs/methodology.md §6."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.client import ClientSettings, PhaseResult, StreamingClient, run_async
+from harness.client import PhaseResult, StreamingClient, run_async
 from harness.client_health import HealthProbe
 from harness.config.errors import ConfigError
 from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.config.validate import CONTEXT_MARGIN
 from harness.engines import prometheus
-from harness.point import Measurement
 from harness.records import PHASE_MEASURED, RequestRecord
+from harness.validity import Rule, ValiditySettings
+from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import Replayer, ReplaySettings
@@ -27,15 +29,6 @@ from harness.workloads.traces.fit import Fit, fit_traces
 from harness.workloads.traces.stats import PrefixTrie, hit_tokens
 
 _OVERFLOW = re.compile(r"context|exceed|too long|maximum.*length|n_ctx", re.I)
-
-
-@dataclass
-class AgenticPlan:
-    traces: list[Trace]
-    fit: Fit
-    prompts: BlockPrompts
-    overhead: int  # prompt tokens the request format adds around the content
-    max_request_tokens: int
 
 
 def scenario_file(sc: SweepConfig) -> str:
@@ -57,51 +50,86 @@ def load_fitted(scen: ScenarioConfig, root: Path, where: str) -> tuple[list[Trac
     return fit_traces(traces, fit), fit
 
 
-def prepare(sc: SweepConfig, tokenizer: Any, root: Path, seed: int) -> AgenticPlan:
-    """Everything that can fail on bad input, before any server starts."""
-    where = scenario_file(sc)
-    traces, fit = load_fitted(sc.scenario, root, where)
-    if not traces:
-        raise ConfigError(where, "scenario.fit_cap_tokens", "the cap dropped every request",
-                          "raise fit_cap_tokens or use fit_mode=scale")
-    longest = max(r.in_tokens + r.out_tokens for t in traces for r in t.requests())
-    if longest + CONTEXT_MARGIN > sc.model.context_length:
-        raise ConfigError(
-            where, "scenario.fit_factor",
-            f"the longest request needs {longest} tokens; {sc.model.name} has "
-            f"{sc.model.context_length}",
-            "scale the traces down (fit_mode=scale, a larger fit_factor) or cap them "
-            "(fit_mode=cap fit_cap_tokens=...)",
-        )
-    prompts = BlockPrompts(tokenizer, seed)
-    prompts.check_stability()
-    overhead = PromptBuilder.for_tokenizer(tokenizer, sc.scenario.api, False).count("")
-    return AgenticPlan(traces, fit, prompts, overhead, longest)
+class AgenticLaneWorkload(Workload):
+    """Concurrency N = N lanes, each a live session tree replayed closed-loop."""
+
+    kind = "agentic"
+
+    def __init__(self, sc: SweepConfig, tokenizer: Any, root: Path) -> None:
+        where = scenario_file(sc)
+        self.sc = sc
+        self.traces, self.fit = load_fitted(sc.scenario, root, where)
+        if not self.traces:
+            raise ConfigError(where, "scenario.fit_cap_tokens", "the cap dropped every request",
+                              "raise fit_cap_tokens or use fit_mode=scale")
+        self.longest = max(r.in_tokens + r.out_tokens for t in self.traces
+                           for r in t.requests())
+        if self.longest + CONTEXT_MARGIN > sc.model.context_length:
+            raise ConfigError(
+                where, "scenario.fit_factor",
+                f"the longest request needs {self.longest} tokens; {sc.model.name} has "
+                f"{sc.model.context_length}",
+                "scale the traces down (fit_mode=scale, a larger fit_factor) or cap them "
+                "(fit_mode=cap fit_cap_tokens=...)",
+            )
+        self.tokenizer = tokenizer
+        self.prompts: BlockPrompts | None = None
+        self.body: dict[str, Any] = {}
+        self.overhead = 0
+
+    def hints(self) -> EngineHints:
+        # Lanes share system and tool prefixes: the prefix cache is what AgentX measures.
+        return EngineHints(prefix_caching=True, longest_request_tokens=self.longest)
+
+    def prepare(self, levels: list[LoadLevel], body: Mapping[str, Any]) -> None:
+        seed = levels[0].seed if levels else 0
+        self.prompts = BlockPrompts(self.tokenizer, seed)
+        self.prompts.check_stability()
+        self.overhead = PromptBuilder.for_tokenizer(self.tokenizer, self.sc.scenario.api,
+                                                    False).count("")
+        self.body = dict(body)
+
+    def run(self, target: Target, level: LoadLevel, on_done: OnDone = None) -> Measurement:
+        assert self.prompts is not None, "prepare() first"
+        return replay_point(self, target, level, on_done)
+
+    def facts(self, meas: Measurement, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        measured = meas.measured.records
+        return {
+            **meas.extra,
+            **replayed_hit_rates(meas.records),
+            "num_context_overflow": sum(1 for r in measured
+                                        if r.error and _OVERFLOW.search(r.error)),
+            "fit": self.fit.describe(),
+            "qps": metrics.get("request_tput"),
+        }
+
+    def rules(self, metrics: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+        return agentic_rules(metrics, s)
 
 
-def measure_agentic(plan: AgenticPlan, sc: SweepConfig, base_url: str, settings: ClientSettings,
-                    lanes: int, body_base: dict[str, Any], seed: int, point_id: str,
-                    scrape: Callable[[], prometheus.Sample],
-                    on_done: Callable[[RequestRecord], None] | None = None) -> Measurement:
-    scen = sc.scenario
+def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
+                 on_done: OnDone) -> Measurement:
+    scen = w.sc.scenario
     rs = ReplaySettings(duration_s=scen.duration_s, idle_cap_s=scen.idle_cap_s,
                         tree_cap_s=scen.tree_cap_s, warmup_probes=scen.warmup_probes,
                         api=scen.api)
-    settings = ClientSettings(**{**asdict(settings), "base_url": base_url})
+    settings = replace(target.settings, base_url=target.base_url)
     box: dict[str, prometheus.Sample] = {}
 
     async def go() -> tuple[Any, Any]:
         async with StreamingClient(settings) as client:
-            replayer = Replayer(client, plan.traces, lanes, rs, plan.prompts, body_base,
-                                plan.overhead, seed, on_done, salt_prefix=point_id)
+            replayer = Replayer(client, w.traces, level.concurrency, rs, w.prompts, w.body,
+                                w.overhead, level.seed + level.repeat, on_done,
+                                salt_prefix=level.point_id)
             probe = HealthProbe(client)
-            replayer.on_measured_start = lambda: (box.setdefault("before", scrape()),
+            replayer.on_measured_start = lambda: (box.setdefault("before", target.scrape()),
                                                   probe.start())
             result = await replayer.run()
             return result, await probe.stop()
 
     result, health = run_async(go())
-    after = scrape()
+    after = target.scrape()
     measured = [r for r in result.records if r.phase == PHASE_MEASURED]
     warm = [r for r in result.records if r.phase != PHASE_MEASURED]
     warm_phase = PhaseResult(warm, result.start_ts, result.start_ts, result.start_wall, health)
@@ -136,29 +164,17 @@ def replayed_hit_rates(records: list[RequestRecord]) -> dict[str, float]:
     }
 
 
-def server_metrics_hit_rate(before: prometheus.Sample, after: prometheus.Sample) -> float:
-    """Prefix-cache hits from /metrics deltas (llama.cpp and vLLM names), tokens."""
-    d = prometheus.delta(before, after)
-    for hits, queries in (("llamacpp:prompt_tokens_cached_total", "llamacpp:prompt_tokens_total"),
-                          ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")):
-        h, q = prometheus.total(d, hits), prometheus.total(d, queries)
-        if not math.isnan(h) and q and q > 0:
-            # llama.cpp counts only tokens it evaluated in prompt_tokens_total
-            return h / (q + h) if hits.startswith("llamacpp") else h / q
-    return math.nan
-
-
-def agentic_validity(m: dict[str, Any], records: list[RequestRecord],
-                     scen: ScenarioConfig) -> list[str]:
-    reasons = []
-    measured = [r for r in records if r.phase == PHASE_MEASURED]
-    n = len(measured)
-    if m["duration_s"] < scen.min_measured_s:
-        reasons.append(f"measured {m['duration_s']:.0f} s < {scen.min_measured_s:.0f} s "
-                       "(scenario.min_measured_s); raise scenario.duration_s")
-    overflow = sum(1 for r in measured if r.error and _OVERFLOW.search(r.error))
-    m["num_context_overflow"] = overflow
-    if n and overflow > scen.max_overflow_share * n:
-        reasons.append(f"{overflow} of {n} requests overflowed the context "
-                       f"(> {100 * scen.max_overflow_share:g}%); scale or cap the traces")
-    return reasons
+def agentic_rules(m: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+    """AgentX's rules: a long enough measured window, few context overflows."""
+    n = int(m.get("num_requests") or 0)
+    overflow = int(m.get("num_context_overflow") or 0)
+    dur = float(m.get("duration_s") or 0.0)
+    return [
+        Rule("measured_duration", dur >= s.min_measured_s, dur, f">= {s.min_measured_s:g} s",
+             f"measured {dur:.0f} s < {s.min_measured_s:.0f} s (scenario.min_measured_s)",
+             "raise scenario.duration_s"),
+        Rule("context_overflow", overflow <= s.max_overflow_share * n, overflow,
+             f"<= {100 * s.max_overflow_share:g}% of {n}",
+             f"{overflow} of {n} requests overflowed the context "
+             f"(> {100 * s.max_overflow_share:g}%)", "scale or cap the traces"),
+    ]

@@ -12,6 +12,7 @@ acceptance, methodology §2).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,8 +21,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from harness.config.schema import ScenarioConfig
+from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.records import PHASE_MEASURED, PHASE_WARMUP, RequestSpec
+from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
 
 _MAX_ROUNDS = 16
 
@@ -173,13 +175,84 @@ def build_fixed_point(
 
 
 def stream_body(model_name: str, sampling: dict[str, Any], extras: dict[str, Any]) -> dict:
-    """Fields every streamed request carries (OpenAI-compatible, plus `ignore_eos`)."""
+    """Fields every streamed request carries (OpenAI-compatible, plus `ignore_eos`).
+
+    `temperature: 0.0` unless the scenario's sampling says otherwise: InferenceX's client
+    sends it on every request (docs/methodology.md §2)."""
     body: dict[str, Any] = {
         "model": model_name,
         "stream": True,
         "stream_options": {"include_usage": True},
         "ignore_eos": True,
+        "temperature": 0.0,
     }
     body.update(sampling)
     body.update(extras)
     return body
+
+
+class FixedSequenceWorkload(Workload):
+    """InferenceX's fixed-sequence point: a closed loop of C requests in flight over 10*C
+    measured requests after 2*C warmup ones, prompts built and encoded before the engine
+    starts."""
+
+    kind = "fixed"
+
+    def __init__(self, sc: SweepConfig, tokenizer: Any) -> None:
+        self.sc, self.tokenizer = sc, tokenizer
+        self.requests: dict[str, FixedPointRequests] = {}
+
+    def hints(self) -> EngineHints:
+        s = self.sc.scenario
+        return EngineHints(prefix_caching=False, longest_request_tokens=s.isl + s.osl)
+
+    def chat_template(self) -> bool:
+        """Speculative points run real acceptance on templated text (docs/methodology.md §2)."""
+        scen = self.sc.scenario
+        if scen.chat_template is not None:
+            return scen.chat_template
+        return self.sc.speculator.method != "none"
+
+    def expected_requests(self, level: LoadLevel) -> int:
+        s = self.sc.scenario
+        return (s.warmup_per_conc + s.requests_per_conc) * level.concurrency
+
+    def prepare(self, levels: list[LoadLevel], body: dict[str, Any]) -> None:
+        from tqdm import tqdm
+
+        scen = self.sc.scenario
+        builder = PromptBuilder.for_tokenizer(self.tokenizer, scen.api, self.chat_template())
+        total = sum(self.expected_requests(lv) for lv in levels)
+        with tqdm(total=total, desc="building prompts", unit="req", leave=False) as bar:
+            for lv in levels:
+                rng = np.random.default_rng([lv.seed, lv.concurrency, lv.repeat, 0xF1])
+                self.requests[lv.point_id] = build_fixed_point(
+                    scen, lv.concurrency, builder, rng, dict(body), id_prefix=lv.point_id,
+                    progress=bar.update)
+
+    def run(self, target: Target, level: LoadLevel, on_done: OnDone = None) -> Measurement:
+        reqs = self.requests[level.point_id]
+        return measure_closed_loop(target, reqs.warmup, reqs.measured, level.concurrency,
+                                   on_done)
+
+
+def measure_closed_loop(target: Target, warmup: list[RequestSpec], measured: list[RequestSpec],
+                        concurrency: int, on_done: OnDone = None) -> Measurement:
+    """Warmup (excluded from every metric), a /metrics scrape, the measured phase, a scrape."""
+    from harness.client import PhaseResult, StreamingClient, run_async
+    try:  # TODO(integration): closed_loop.py is being split out of the client
+        from harness.workloads.closed_loop import run_closed_loop
+    except ImportError:
+        from harness.client import run_closed_loop  # type: ignore[attr-defined,no-redef]
+
+    settings = dataclasses.replace(target.settings, base_url=target.base_url)
+
+    async def phase(specs: list[RequestSpec]) -> PhaseResult:
+        async with StreamingClient(settings) as client:
+            return await run_closed_loop(client, specs, concurrency, on_done)
+
+    warm = run_async(phase(warmup))
+    before = target.scrape()
+    meas = run_async(phase(measured))
+    after = target.scrape()
+    return Measurement(warm, meas, before, after)

@@ -1,0 +1,198 @@
+"""Whether a point can be trusted: one verdict made of named rules, like MLPerf LoadGen's
+performance summary. Each rule records what was observed, the bound, its verdict and what to do
+when it fails; every rule is recorded on the point, passed or not (docs/methodology.md §3, §6).
+
+Pure functions of a point's metrics and the facts around it; the thresholds live in one
+`ValiditySettings`, built from the config in one place (`settings_for`). A rule marked `fatal`
+makes the point's status `failed` (the engine died or hung, or nothing succeeded): resume
+measures such points again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from harness.config.schema import SweepConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    ok: bool
+    observed: Any
+    bound: str
+    message: str  # what was found, in one line
+    remedy: str = ""  # what to do when it failed
+    fatal: bool = False  # failed: the point's status is `failed`, not just invalid
+
+    @property
+    def reason(self) -> str:
+        return f"{self.message} - {self.remedy}" if self.remedy else self.message
+
+
+@dataclass(frozen=True, slots=True)
+class Validity:
+    rules: tuple[Rule, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return all(r.ok for r in self.rules)
+
+    @property
+    def failed(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if not r.ok)
+
+    @property
+    def fatal(self) -> bool:
+        return any(r.fatal for r in self.failed)
+
+    @property
+    def reasons(self) -> list[str]:
+        """Failed rules, fatal ones first (the first reason is the one a summary shows)."""
+        return [r.reason for r in sorted(self.failed, key=lambda r: not r.fatal)]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [{k: _jsonable(v) for k, v in asdict(r).items()} for r in self.rules]
+
+    @classmethod
+    def from_json(cls, rows: Iterable[Mapping[str, Any]]) -> Validity:
+        fields = Rule.__slots__
+        return cls(tuple(Rule(**{k: r.get(k) for k in fields if k in r}) for r in rows))
+
+    @classmethod
+    def legacy(cls, valid: bool, reasons: Iterable[str]) -> Validity:
+        """A verdict from a results line written before rules were recorded."""
+        rules = tuple(Rule("legacy", False, None, "", str(x)) for x in reasons)
+        if not valid and not rules:
+            rules = (Rule("legacy", False, None, "", "marked invalid"),)
+        return cls(rules)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+@dataclass(frozen=True, slots=True)
+class ValiditySettings:
+    """Every threshold a verdict uses."""
+
+    max_failed_share: float = 0.05  # fixed 5% (InferenceX), agentic 10% (AgentX)
+    max_stamp_err_ms: float = 1.0  # the client's estimated p99 timestamp error
+    max_cpu_share: float = 0.95  # of one core, by the client
+    min_measured_s: float = 0.0  # agentic: 900 (AgentX)
+    max_overflow_share: float = 0.01  # agentic: context overflows allowed
+    al_tolerance: float = 0.02  # injected acceptance: realised vs requested
+
+
+def settings_for(sc: SweepConfig) -> ValiditySettings:
+    """The one place config keys become thresholds (each key keeps its documented home)."""
+    scen = sc.scenario
+    agentic = scen.kind == "agentic"
+    return ValiditySettings(
+        max_failed_share=scen.max_failed_share if agentic else 1.0 - scen.min_success,
+        max_stamp_err_ms=sc.client.max_stamp_err_ms,
+        max_cpu_share=sc.client.max_cpu_share,
+        min_measured_s=scen.min_measured_s if agentic else 0.0,
+        max_overflow_share=scen.max_overflow_share,
+        al_tolerance=sc.speculator.acceptance.tolerance,
+    )
+
+
+# ---- rules on any point ---------------------------------------------------------------------
+def _pct(x: float) -> str:
+    return f"{100 * x:g}%"
+
+
+def request_rules(m: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+    """Rules on the measured requests themselves."""
+    n, failed = int(m.get("num_requests") or 0), int(m.get("num_failed") or 0)
+    if n == 0:
+        return [Rule("measured_requests", False, 0, ">= 1", "no measured requests",
+                     "check the scenario's request counts and the server log", fatal=True)]
+    out = [
+        Rule("any_request_succeeded", failed < n, n - failed, ">= 1",
+             f"all {n} measured requests failed",
+             "see the error column of the point's requests Parquet", fatal=True),
+        Rule("failed_share", failed <= s.max_failed_share * n, failed / n,
+             f"<= {_pct(s.max_failed_share)}",
+             f"{failed} of {n} requests failed (more than {_pct(s.max_failed_share)})",
+             "see the error column of the point's requests Parquet"),
+    ]
+    counts = (
+        ("prompt_lengths", "num_prompt_mismatch",
+         "requests: the server counted a different prompt length than was built",
+         "the tokenizer or chat template differs from the server's"),
+        ("usage_reported", "num_usage_missing",
+         "requests without usage in the stream: output tokens were counted from chunks",
+         "the server lacks stream_options.include_usage"),
+        ("full_outputs", "num_short_output",
+         "requests stopped before max_tokens although ignore_eos was set",
+         "the context is full, or the server ignores ignore_eos"),
+        ("bounded_outputs", "num_long_output",
+         "requests returned more tokens than max_tokens (throughput would be inflated)",
+         "the server ignores max_tokens; fix its request handling"),
+    )
+    for name, key, what, remedy in counts:
+        k = int(m.get(key) or 0)
+        out.append(Rule(name, k == 0, k, "0", f"{k} {what}", remedy))
+    return out
+
+
+def client_rules(health: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+    """The client must not have been the bottleneck (its own measurements, our thresholds)."""
+    err = _num(health.get("client_stamp_err_p99_ms"))
+    cpu = _num(health.get("client_cpu_share"))
+    fix = "lower concurrency or run the client on a separate, idle core"
+    return [
+        Rule("client_stamp_error", not err > s.max_stamp_err_ms, err,
+             f"<= {s.max_stamp_err_ms:g} ms",
+             f"client timestamp error p99 ~{err:.1f} ms > {s.max_stamp_err_ms:g} ms "
+             "(event loop busy or descheduled)", fix),
+        Rule("client_cpu_share", not cpu > s.max_cpu_share, cpu, f"<= {s.max_cpu_share:g}",
+             f"client CPU share {cpu:.2f} > {s.max_cpu_share:g}", fix),
+    ]
+
+
+def engine_rules(alive: bool, hung: bool, failure: str) -> list[Rule]:
+    """The engine stayed up and answered (`failure`: its reason, with the log's tail)."""
+    return [
+        Rule("engine_alive", alive, alive, "alive", failure if not alive else "engine alive",
+             "see the engine log in servers/", fatal=True),
+        Rule("engine_responsive", not (alive and hung), not hung, "answering",
+             failure if hung else "engine answering", "see the engine log in servers/",
+             fatal=True),
+    ]
+
+
+def acceptance_rule(mode: str, requested: float | None, realised: float | None,
+                    tolerance: float) -> list[Rule]:
+    """An injected point must realise the requested AL (from the engine's own counters)."""
+    if mode != "injected" or requested is None:
+        return []
+    if realised is None:
+        return [Rule("acceptance_realised", False, None, f"within {_pct(tolerance)}",
+                     "injected acceptance could not be verified: the engine reported no "
+                     "speculative counters over the point",
+                     "enable the engine's metrics, or run with acceptance.mode=real")]
+    err = realised / requested - 1.0
+    return [Rule("acceptance_realised", abs(err) <= tolerance, realised,
+                 f"{requested:g} within {_pct(tolerance)}",
+                 f"realised AL {realised:.3f} is {100 * err:+.1f}% off the requested "
+                 f"{requested:g} (tolerance {_pct(tolerance)})",
+                 "check the engine's acceptance knob and its version")]
+
+
+def judge(*groups: Iterable[Rule]) -> Validity:
+    return Validity(tuple(r for g in groups for r in g))
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan

@@ -1,0 +1,94 @@
+"""The workload interface: what to send, when, and what makes its points trustworthy.
+
+A workload is built from the config before any engine starts (bad input fails there), tells
+the engine what it needs (`EngineHints`), builds its requests (`prepare`), runs one load level
+on a client (`run`), and judges what only it can judge (`rules`). Fixed sequence and agentic
+lanes are its implementations (`harness.workloads.registry`); the runner never asks which.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.client import ClientSettings, PhaseResult
+from harness.engines import prometheus
+from harness.records import RequestRecord
+from harness.validity import Rule, ValiditySettings
+
+
+@dataclass(frozen=True, slots=True)
+class EngineHints:
+    """What a workload needs from the engine it runs on."""
+
+    prefix_caching: bool  # False: random prompts must never hit a warm cache
+    longest_request_tokens: int  # prompt + output of the longest request it will send
+    # Running requests the engine must admit per unit of concurrency (AgentX: 2, headroom for
+    # sub-agent fan-out).
+    running_per_concurrency: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LoadLevel:
+    """One point to measure."""
+
+    point_id: str
+    concurrency: int
+    repeat: int
+    seed: int  # the point's own seed (derived from the run seed)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A running server and how to talk to it."""
+
+    base_url: str
+    settings: ClientSettings
+    scrape: Callable[[], prometheus.Sample]
+
+
+@dataclass
+class Measurement:
+    warmup: PhaseResult
+    measured: PhaseResult
+    server_before: prometheus.Sample
+    server_after: prometheus.Sample
+    extra: dict[str, Any] = field(default_factory=dict)  # workload facts for the point
+
+    @property
+    def records(self) -> list[RequestRecord]:
+        return self.warmup.records + self.measured.records
+
+
+OnDone = Callable[[RequestRecord], None] | None
+
+
+class Workload(ABC):
+    kind: str = ""
+
+    @abstractmethod
+    def hints(self) -> EngineHints:
+        """Known once the workload is built (before any engine starts)."""
+
+    @abstractmethod
+    def prepare(self, levels: list[LoadLevel], body: Mapping[str, Any]) -> None:
+        """Build every request of these points (before any engine starts). `body` holds the
+        fields every request carries (model, streaming, engine extras)."""
+
+    @abstractmethod
+    def run(self, target: Target, level: LoadLevel, on_done: OnDone = None) -> Measurement:
+        """Measure one point on a running server."""
+
+    def expected_requests(self, level: LoadLevel) -> int | None:
+        """For a progress bar; None when the workload runs for a time instead."""
+        return None
+
+    def facts(self, meas: Measurement, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """Workload-specific metrics and facts recorded on the point (pure)."""
+        return dict(meas.extra)
+
+    def rules(self, metrics: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+        """Validity rules only this workload can judge (pure)."""
+        return []
