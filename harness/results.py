@@ -211,7 +211,9 @@ class RunDir:
             return
         path = self.root / LOCK_FILE
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            # held read-only: flock needs no write access, and an fd open for writing would
+            # keep the file system from being remounted read-only under us
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
         except OSError as e:
             raise ResultsWriteError(path, _reason(e)) from e
         try:
@@ -222,11 +224,8 @@ class RunDir:
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise RunLocked(self.root, holder) from None
             raise ResultsWriteError(path, _reason(e)) from e
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError:
-            pass  # the lock holds without the PID in it; only the message is poorer
+        with contextlib.suppress(OSError):  # without the PID only the message is poorer
+            path.write_text(f"{os.getpid()}\n")
         _HELD_LOCKS[key] = fd
 
     # provenance ---------------------------------------------------------------------------
