@@ -84,7 +84,7 @@ def interpolate_at(xs: Sequence[float], ys: Sequence[float], target: float) -> f
 
 def cost_columns(p: dict[str, Any]) -> dict[str, float]:
     """$/M tokens, tokens per $, tokens/s per MW and J/token from a point's throughput and its
-    chip's price and power (methodology §4)."""
+    chip's price and power (docs/methodology.md §4)."""
     out: dict[str, float] = {}
     tput = _num(p.get("tput_per_gpu"))
     out_tput = _num(p.get("output_tput_per_gpu"))

@@ -307,6 +307,10 @@ _SINGLES = [
        "1 + accepted draft tokens / drafts, from the engine's counters", "speculative"),
     _m("spec_al_error", "Acceptance length error", "ratio", NEUTRAL,
        "realised / requested AL - 1 (injected points)", "speculative"),
+    _m("send_lag_p99_ms", "Send lag p99 (timestamped replay)", "ms", NEUTRAL,
+       "how late the client sent a request after its scheduled time, p99", "client"),
+    _m("send_lag_max_ms", "Send lag max (timestamped replay)", "ms", NEUTRAL,
+       "how late the client sent a request after its scheduled time, worst", "client"),
     _m("client_stamp_err_p99_ms", "Client stamp error p99 (estimate)", "ms", NEUTRAL,
        "the client's estimate of its own p99 timestamp error", "client"),
     _m("client_lag_p99_ms", "Client loop lag p99", "ms", NEUTRAL,
@@ -361,3 +365,22 @@ def ranked_metrics(group: str | None = None) -> list[str]:
     """Keys with a better direction (what a gate, axis or frontier can use)."""
     return [k for k, m in CATALOGUE.items()
             if m.direction != NEUTRAL and (group is None or m.group == group)]
+
+
+def catalogue_markdown() -> str:
+    """docs/metrics.md: every emitted key, from the catalogue (a test keeps the file current)."""
+    lines = ["# Metrics", "",
+             "Generated from `harness/metrics.py` (`harness metrics` prints it). Stored units "
+             "are what points.jsonl holds; tables and charts show the display unit.", ""]
+    groups: dict[str, list[Metric]] = {}
+    for m in CATALOGUE.values():
+        groups.setdefault(m.group, []).append(m)
+    for group, ms in groups.items():
+        lines += [f"## {group}", "", "| key | label | unit (shown) | better | definition |",
+                  "|---|---|---|---|---|"]
+        for m in ms:
+            shown = m.unit + (f" ({m.display_unit})" if m.display_unit else "")
+            lines.append(f"| `{m.key}` | {m.label} | {shown} | {m.direction} | "
+                         f"{m.definition} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,5 +1,5 @@
 """ATOM (AMD, ROCm): `python -m atom.entrypoints.openai_server`, vLLM-like flags. Injected
-acceptance: `--spec-decode-acceptance-length AL` (methodology §5)."""
+acceptance: `--spec-decode-acceptance-length AL` (docs/methodology.md §5)."""
 
 from __future__ import annotations
 

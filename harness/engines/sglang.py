@@ -1,6 +1,6 @@
 """SGLang: `python -m sglang.launch_server`. Injected acceptance through its own environment
 knobs: SGLANG_SIMULATE_ACC_LEN with the `match-expected` method (exact mean) and
-`real-draft-token` mode (streaming stays intact), methodology §5."""
+`real-draft-token` mode (streaming stays intact), docs/methodology.md §5."""
 
 from __future__ import annotations
 

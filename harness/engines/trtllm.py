@@ -1,6 +1,6 @@
 """TensorRT-LLM: `trtllm-serve` with an extra-options YAML (speculative decoding, attention DP
 and `enable_block_reuse: false` live there). Injected acceptance:
-TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = AL - 1 (it counts drafts only), methodology §5."""
+TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = AL - 1 (it counts drafts only), docs/methodology.md §5."""
 
 from __future__ import annotations
 

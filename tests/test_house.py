@@ -1,0 +1,110 @@
+"""The house rules that keep modules one job each: no import cycles, no long functions."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "harness"
+MAX_FUNCTION_LINES = 60
+# The client's hot path reads one socket buffer per iteration; splitting it costs per-chunk
+# calls the ingest benchmark measures.
+HOT_PATH = {("client.py", "_send_once"), ("sse.py", "feed"), ("sse.py", "_feed_head")}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module of the package this module imports: at import time, under TYPE_CHECKING
+    or inside a function (a lazy import hides a cycle from the interpreter, not from us)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("harness"):
+                out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("harness"))
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for imp in _imports(path):
+            while imp and imp not in modules:  # `from harness.x import y` where y is a name
+                imp = imp.rpartition(".")[0]
+            if imp and imp != name:
+                deps.add(imp)
+        graph[name] = deps
+    return graph
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for d in sorted(graph.get(n, ())):
+            if state.get(d) == 1:
+                return [*stack[stack.index(d):], d]
+            if d not in state and (c := visit(d)):
+                return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (c := visit(n)):
+            return c
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    cycle = _find_cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_function_is_longer_than_sixty_lines() -> None:
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = (node.end_lineno or node.lineno) - node.lineno + 1
+                if n > MAX_FUNCTION_LINES and (path.name, node.name) not in HOT_PATH:
+                    long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} "
+                                f"{node.name} ({n} lines)")
+    assert not long, "functions over 60 lines:\n" + "\n".join(long)
+
+
+def test_docs_metrics_is_generated_from_the_catalogue() -> None:
+    from harness.metrics import catalogue_markdown
+
+    doc = PACKAGE.parent / "docs" / "metrics.md"
+    assert doc.read_text() == catalogue_markdown(), (
+        "docs/metrics.md is stale: python -c 'from harness.metrics import catalogue_markdown; "
+        "open(\"docs/metrics.md\", \"w\").write(catalogue_markdown())'")
+
+
+def test_code_cites_only_docs_that_live_in_this_repository() -> None:
+    import re
+
+    root = PACKAGE.parent
+    for path in PACKAGE.rglob("*.py"):
+        for m in re.finditer(r"docs/[\w/.-]+\.md", path.read_text()):
+            assert (root / m.group()).is_file(), f"{path}: cites {m.group()}, not in the repo"
+        assert "shared/" not in path.read_text() or path.name == "test_house.py", path
