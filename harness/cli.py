@@ -24,6 +24,7 @@ commands:
   table       throughput at interactivity targets along each frontier (CSV, Markdown)
   gate        compare a candidate run with a baseline (exit 0 pass, 1 regression, 2 invalid)
   baseline    save a run's points as a committed baseline
+  metrics     every metric key: label, unit, which direction is better, definition
 """
 
 
@@ -324,6 +325,26 @@ def _table(argv: list[str]) -> int:
     return 0
 
 
+def _metrics(argv: list[str]) -> int:
+    from harness.metrics import CATALOGUE, catalogue_markdown
+
+    p = argparse.ArgumentParser(prog="harness metrics",
+                                description="The metric catalogue (docs/metrics.md).")
+    p.add_argument("keys", nargs="*", help="show only these keys")
+    a = p.parse_args(argv)
+    if not a.keys:
+        print(catalogue_markdown())
+        return 0
+    for k in a.keys:
+        m = CATALOGUE.get(k)
+        if m is None:
+            print(f"harness metrics: unknown key {k!r} (harness metrics lists them)",
+                  file=sys.stderr)
+            return 2
+        print(f"{m.key}: {m.label} [{m.unit}, {m.direction} is better] {m.definition}")
+    return 0
+
+
 def _baseline(argv: list[str]) -> int:
     import shutil
 
@@ -345,7 +366,7 @@ def _baseline(argv: list[str]) -> int:
 
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
-            "gate": _gate, "table": _table, "baseline": _baseline}
+            "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics}
 
 
 def _terminate(signum: int, _frame: object) -> None:
@@ -387,9 +408,9 @@ def _one_line_error(cmd: str, e: Exception) -> int | None:
     anything else: a bug in the harness, which keeps its traceback."""
     from harness.results import ResultsWriteError
 
-    if isinstance(e, ResultsWriteError):
+    if isinstance(e, ResultsWriteError):  # exit 4 when the disk failed, 2 for a bad path
         print(f"harness {cmd}: {e}", file=sys.stderr)
-        return 4
+        return 4 if e.disk_fault else 2
     if isinstance(e, OSError):
         what = f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e)
         print(f"harness {cmd}: {what}; check the path given", file=sys.stderr)

@@ -68,10 +68,15 @@ class ResultsWriteError(Exception):
     """A results file could not be written. `path` the file, `reason` the OS's words."""
 
     def __init__(self, path: str | Path, reason: str,
-                 fix: str = "free space or make the directory writable, then rerun with the "
-                            "same run_id to resume") -> None:
-        self.path, self.reason, self.fix = Path(path), reason, fix
+                 fix: str = "free space or make the directory writable, then rerun",
+                 errno_: int | None = None) -> None:
+        self.path, self.reason, self.fix, self.errno = Path(path), reason, fix, errno_
         super().__init__(f"cannot write {path}: {reason}; {fix}")
+
+    @property
+    def disk_fault(self) -> bool:
+        """The disk failed us (full, read-only, I/O error), rather than a bad path given."""
+        return self.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, None)
 
 
 class RunLocked(Exception):
@@ -102,9 +107,16 @@ def safe_name(text: str) -> str:
 
 
 def _reason(e: BaseException) -> str:
+    """The OS's words, with the path component that failed when it is not the file itself
+    (`File exists (results/afile)`: a file where a directory belongs)."""
     if isinstance(e, OSError) and e.strerror:
-        return e.strerror
+        where = isinstance(e, FileExistsError | NotADirectoryError) and e.filename
+        return e.strerror + (f" ({e.filename})" if where else "")
     return str(e) or type(e).__name__
+
+
+def _write_error(path: Path, e: BaseException) -> ResultsWriteError:
+    return ResultsWriteError(path, _reason(e), errno_=getattr(e, "errno", None))
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -118,7 +130,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.replace(tmp, path)
     except OSError as e:
         _discard(tmp)
-        raise ResultsWriteError(path, _reason(e)) from e
+        raise _write_error(path, e) from e
 
 
 def _discard(tmp: Path) -> None:
@@ -195,7 +207,7 @@ class RunDir:
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise ResultsWriteError(root, _reason(e)) from e
+            raise _write_error(root, e) from e
         return cls(root)
 
     def lock(self) -> None:
@@ -215,7 +227,7 @@ class RunDir:
             # keep the file system from being remounted read-only under us
             fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
         except OSError as e:
-            raise ResultsWriteError(path, _reason(e)) from e
+            raise _write_error(path, e) from e
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -223,7 +235,7 @@ class RunDir:
             os.close(fd)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise RunLocked(self.root, holder) from None
-            raise ResultsWriteError(path, _reason(e)) from e
+            raise _write_error(path, e) from e
         with contextlib.suppress(OSError):  # without the PID only the message is poorer
             path.write_text(f"{os.getpid()}\n")
         _HELD_LOCKS[key] = fd
@@ -271,7 +283,7 @@ class RunDir:
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as e:
-            raise ResultsWriteError(path, _reason(e)) from e
+            raise _write_error(path, e) from e
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -283,7 +295,7 @@ class RunDir:
                 # roll back; where even that fails, read_points skips and counts the tail
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, size)
-                raise ResultsWriteError(path, _reason(e)) from e
+                raise _write_error(path, e) from e
         finally:
             os.close(fd)
 
@@ -312,7 +324,7 @@ class RunDir:
             os.replace(tmp, path)
         except (OSError, pa.ArrowException) as e:
             _discard(tmp)
-            raise ResultsWriteError(path, _reason(e)) from e
+            raise _write_error(path, e) from e
         return path
 
     def read_requests(self, point_id: str) -> Any:

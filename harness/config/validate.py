@@ -306,9 +306,11 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("speculator.acceptance.mode"), "speculator.acceptance.mode",
                           f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")
     topo = sc.topology
-    if min(topo.tp, topo.ep, topo.pp) < 1:
-        raise ConfigError(where("topology"), "topology", "tp, ep and pp must be >= 1",
-                          "e.g. topology.tp=8")
+    for name in ("tp", "ep", "pp"):
+        if getattr(topo, name) < 1:
+            key = f"topology.{name}"
+            raise ConfigError(where(key), key, f"{name} must be >= 1, got "
+                              f"{getattr(topo, name)}", f"e.g. {key}=1 (tp=8: eight GPUs)")
     if eng.kind == "llamacpp" and (gpus_of(sc) > 1 or topo.ep > 1):
         raise ConfigError(where("topology.tp"), "topology.tp",
                           "the embedded llama.cpp engine serves on one device",

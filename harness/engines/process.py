@@ -89,7 +89,7 @@ class ServerProcess:
         except OSError as e:  # the run directory is full or read-only: a results failure
             from harness.results import ResultsWriteError
 
-            raise ResultsWriteError(self.log_path, e.strerror or str(e)) from e
+            raise ResultsWriteError(self.log_path, e.strerror or str(e), errno_=e.errno) from e
         env = {**os.environ, **self.plan.env}
         argv = [a.replace(LAUNCH_DIR, str(self.workdir.resolve())) for a in self.plan.argv]
         try:

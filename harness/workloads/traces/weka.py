@@ -26,12 +26,14 @@ def _num(obj: dict[str, Any], key: str, path: str, where: str, *, required: bool
             raise TraceError(path, where, key, "missing", f"add '{key}' (a number >= {minimum:g})")
         return 0.0
     v = obj[key]
-    if isinstance(v, bool) or not isinstance(v, int | float) or (integer and v != int(v)):
-        kind = "an integer" if integer else "a number"
+    kind = "an integer" if integer else "a number"
+    if isinstance(v, bool) or not isinstance(v, int | float):
         raise TraceError(path, where, key, f"expected {kind}, got {v!r}", f"make '{key}' {kind}")
     if not math.isfinite(v):  # JSON's NaN/Infinity: a NaN time would stall a lane forever
         raise TraceError(path, where, key, f"{v} is not a finite number",
                          f"give '{key}' as a finite number >= {minimum:g}")
+    if integer and v != int(v):
+        raise TraceError(path, where, key, f"expected {kind}, got {v!r}", f"make '{key}' {kind}")
     if v < minimum:
         raise TraceError(path, where, key, f"{v} is below {minimum:g}", f"'{key}' >= {minimum:g}")
     return float(v)
