@@ -23,9 +23,10 @@ import time
 import numpy as np
 import orjson
 
-from harness.client import ClientSettings, StreamingClient, run_async, run_closed_loop
+from harness.client import ClientSettings, StreamingClient, run_async
 from harness.records import RequestSpec
 from harness.testing.spawn import spawn_server
+from harness.workloads.closed_loop import run_closed_loop
 
 _STAMP = re.compile(rb'"t":([0-9.]+)')
 

@@ -3,7 +3,12 @@
 One aiohttp session per load phase. Each request is timed on `time.perf_counter()`; every socket
 read is stamped as it is handed to us and fed to an `sse.StreamAccumulator` (no per-event work on
 the hot path). Failed, timed-out and truncated requests come back as records with `error` set;
-nothing is dropped.
+nothing is dropped, and every failure says why.
+
+What the client accepts: uncompressed streams only (it asks for `identity`; a compressed reply
+is a failure saying so), no redirects (a redirect would carry the API key elsewhere; the
+failure names the target), and no API key in any stored error text (servers echo headers).
+Workloads decide what to send when (`harness.workloads.closed_loop`, `.replay`).
 
 The client measures whether it was the bottleneck: a lag probe (how late a 5 ms sleep wakes up),
 the process CPU share over the phase, and the time-weighted number of requests in flight.
@@ -12,12 +17,10 @@ the process CPU share over the phase, and the time-weighted number of requests i
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import math
 import os
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,9 +30,11 @@ from yarl import URL
 from harness import arrival
 from harness.client_health import ClientHealth, HealthProbe
 from harness.records import RequestRecord, RequestSpec
-from harness.sse import StreamAccumulator
+from harness.sse import DEFAULT_MAX_EVENT_BYTES, StreamAccumulator
 
 STALL_ERROR = "stalled: no data"
+_ERROR_BODY_BYTES = 65536  # of a non-200 reply's body, read for its message
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 T = TypeVar("T")
 
 
@@ -42,6 +47,7 @@ class ClientSettings:
     api_key_env: str | None = None  # name of the environment variable holding the key
     keep_alive: bool = True  # False: a new connection per request (servers that close anyway)
     strict_sse: bool = False
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES  # one SSE event larger fails the request
     # The client is a bottleneck when its estimated p99 timestamp error exceeds this...
     max_stamp_err_ms: float = 1.0
     # ...or when it used more than this share of a core.
@@ -80,8 +86,12 @@ class StreamingClient:
         self.settings = settings
         self._base = settings.base_url.rstrip("/")
         self._urls: dict[str, URL] = {}  # parsed once per path: yarl parsing costs ~20 us
-        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        # identity: aiohttp would advertise gzip/deflate, which the client (auto_decompress
+        # off, to stamp the bytes as they arrive) could not read.
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                         "Accept-Encoding": "identity"}
         key = _api_key(settings)
+        self._secret = key or ""
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._session: aiohttp.ClientSession | None = None
@@ -132,6 +142,16 @@ class StreamingClient:
         self._track(0)
         return self._inflight_area
 
+    def health_probe(self) -> HealthProbe:
+        """A probe of this client's health over a phase, with the settings' thresholds."""
+        s = self.settings
+        return HealthProbe(self, s.max_stamp_err_ms, s.max_cpu_share)
+
+    def scrub(self, text: str) -> str:
+        """The text without the API key: servers echo request headers in error bodies, and
+        errors are stored in the requests Parquet."""
+        return text.replace(self._secret, "***") if self._secret and self._secret in text else text
+
     async def send(self, spec: RequestSpec) -> RequestRecord:
         """Send one request and stream its reply. Never raises for server or network errors.
 
@@ -168,6 +188,8 @@ class StreamingClient:
                 feed(part, t)
                 if raw is not None:
                     raw((t, part))
+            if acc.failure:  # e.g. an oversized event: reading on would only hold memory
+                break
 
     async def _send_once(self, spec: RequestSpec) -> _Attempt:
         assert self._session is not None, "use StreamingClient as an async context manager"
@@ -179,7 +201,8 @@ class StreamingClient:
             tags=dict(spec.tags),
         )
         attempt = _Attempt(rec)
-        acc = StreamAccumulator(strict=self.settings.strict_sse)
+        acc = StreamAccumulator(strict=self.settings.strict_sse,
+                                max_event_bytes=self.settings.max_event_bytes)
         clock = time.perf_counter
         self._track(+1)
         rec.issue_ts = clock()
@@ -187,15 +210,18 @@ class StreamingClient:
             url = self._urls.get(spec.path)
             if url is None:
                 url = self._urls[spec.path] = URL(self._base + spec.path)
+            # Redirects are not followed: a redirect would carry the API key to wherever it
+            # points. The reply says where to point engine.url instead.
             async with self._session.post(
-                url, data=spec.body, headers=self._headers, trace_request_ctx=attempt
+                url, data=spec.body, headers=self._headers, trace_request_ctx=attempt,
+                allow_redirects=False,
             ) as resp:
                 if math.isnan(rec.send_ts):
                     rec.send_ts = rec.issue_ts
                 rec.http_status = resp.status
-                if resp.status != 200:
-                    text = await resp.text(errors="replace")
-                    rec.error = f"HTTP {resp.status}: {text.strip()[:500]}"
+                refusal = await self._refusal(resp)
+                if refusal:
+                    rec.error = refusal
                     rec.end_ts = clock()
                     return attempt
                 content = resp.content
@@ -215,17 +241,51 @@ class StreamingClient:
                 rec.error = f"timeout after {self.settings.timeout_s:g} s (client.timeout_s)"
         except (aiohttp.ClientError, OSError) as exc:
             acc.finish(rec, clock())
-            rec.error = f"{type(exc).__name__}: {exc}"[:500]
+            rec.error = self.scrub(f"{type(exc).__name__}: {exc}")[:500]
             attempt.stale_reuse = (
                 rec.http_status == 0
                 and attempt.reused
                 and isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
             )
+        except Exception as exc:  # nothing a server sends may abort the sweep: a reasoned failure
+            acc.finish(rec, clock())
+            rec.error = self.scrub(f"client error reading the reply: {type(exc).__name__}: "
+                                   f"{exc}")[:500]
         finally:
             self._track(-1)
             if math.isnan(rec.send_ts):
                 rec.send_ts = rec.issue_ts
+            rec.error = self.scrub(rec.error)
         return attempt
+
+    async def _refusal(self, resp: aiohttp.ClientResponse) -> str:
+        """Why this reply cannot be read as a stream, or "" when it can."""
+        if resp.status in _REDIRECTS:
+            where = resp.headers.get("Location", "(no Location header)")
+            return self.scrub(
+                f"HTTP {resp.status}: redirected to {where}; set engine.url to the final URL "
+                "(redirects are not followed, so the API key never leaves the configured origin)")
+        if resp.status != 200:
+            body = await _read_some(resp.content, _ERROR_BODY_BYTES)
+            text = self.scrub(body.decode(errors="replace")).strip()
+            return f"HTTP {resp.status}: {text[:500] or '(empty body)'}"
+        encoding = resp.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            return (f"server sent Content-Encoding {encoding}; the client asked for identity "
+                    "and reads the stream as it arrives, undecoded: turn compression off on "
+                    "the server or proxy")
+        return ""
+
+
+async def _read_some(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """Up to `limit` bytes of a body: an error reply may be endless."""
+    out = bytearray()
+    while len(out) < limit:
+        chunk = await content.read(limit - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
 
 
 @dataclass(slots=True)
@@ -247,51 +307,6 @@ async def _stamp_sent(_: object, ctx: Any, __: object) -> None:
     attempt = ctx.trace_request_ctx
     if isinstance(attempt, _Attempt):
         attempt.rec.send_ts = time.perf_counter()
-
-
-async def run_closed_loop(
-    client: StreamingClient,
-    specs: Iterable[RequestSpec],
-    concurrency: int,
-    on_done: Callable[[RequestRecord], None] | None = None,
-) -> PhaseResult:
-    """Keep `concurrency` requests in flight until `specs` is exhausted (vLLM's semaphore loop)."""
-    it = iter(specs)
-    records: list[RequestRecord] = []
-    probe = HealthProbe(client)
-
-    async def worker() -> None:
-        for spec in it:  # the shared iterator hands each spec to exactly one worker
-            rec = await client.send(spec)
-            records.append(rec)
-            if on_done is not None:
-                on_done(rec)
-
-    probe.start()
-    start_wall = time.time()
-    start = time.perf_counter()
-    with gc_paused():
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-    end = time.perf_counter()
-    health = await probe.stop()
-    if records:
-        start = min(r.send_ts for r in records)
-    return PhaseResult(records, start, end, start_wall, health)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while measuring: a full collection over thousands of
-    records stalls the loop for a millisecond or more, exactly when chunks are arriving. The
-    records hold no cycles; what aiohttp leaves is collected when the phase ends."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-        gc.collect()
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

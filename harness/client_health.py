@@ -4,16 +4,12 @@ estimate of its own timestamp error. A point whose client was the bottleneck is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from harness.client import StreamingClient
 
 # The probe only sees stalls that cover one of its wake-ups, so a stall shorter than this can
 # go unseen (tests/test_client_accuracy.py measures the real per-chunk error instead). A 1 ms
@@ -37,11 +33,31 @@ class ClientHealth:
     reasons: list[str] = field(default_factory=list)
 
 
-class HealthProbe:
-    """Samples event-loop lag and CPU share while a phase runs."""
+class InflightMeter(Protocol):
+    """What the probe reads of the client: its time-weighted requests in flight."""
 
-    def __init__(self, client: StreamingClient) -> None:
-        self.client = client
+    def reset_inflight_area(self) -> None: ...
+
+    def inflight_area(self) -> float: ...
+
+
+class HealthProbe:
+    """Samples event-loop lag and CPU share while a phase runs.
+
+    Given the in-flight accounting and the thresholds explicitly (`StreamingClient.health_probe()`
+    builds one), so that this module needs nothing from the client's.
+    """
+
+    def __init__(self, meter: InflightMeter, max_stamp_err_ms: float | None = None,
+                 max_cpu_share: float | None = None) -> None:
+        self.meter = meter
+        # Transitional: a caller passing only the client gets its settings' thresholds (duck
+        # typed, no import); pass them explicitly, or use StreamingClient.health_probe().
+        settings = getattr(meter, "settings", None)
+        self.max_stamp_err_ms = (max_stamp_err_ms if max_stamp_err_ms is not None
+                                 else getattr(settings, "max_stamp_err_ms", 1.0))
+        self.max_cpu_share = (max_cpu_share if max_cpu_share is not None
+                              else getattr(settings, "max_cpu_share", 0.95))
         self._lags: list[float] = []
         self._task: asyncio.Task[None] | None = None
         self._cpu0 = 0.0
@@ -56,18 +72,24 @@ class HealthProbe:
     def start(self) -> None:
         self._cpu0 = time.process_time()
         self._wall0 = time.perf_counter()
-        self.client.reset_inflight_area()
+        self.meter.reset_inflight_area()
         self._task = asyncio.create_task(self._probe())
 
     async def stop(self) -> ClientHealth:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._task
+            except asyncio.CancelledError:
+                # The probe's own cancellation ends here; one aimed at the task awaiting us
+                # (Ctrl-C, a deadline) arrives as the same exception and must go on.
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
         wall = max(time.perf_counter() - self._wall0, 1e-9)
         h = ClientHealth()
         h.cpu_share = (time.process_time() - self._cpu0) / wall
-        h.inflight_mean = self.client.inflight_area() / wall
+        h.inflight_mean = self.meter.inflight_area() / wall
         if self._lags:
             lags_ms = np.asarray(self._lags) * 1000.0
             h.lag_p50_ms = float(np.percentile(lags_ms, 50))
@@ -75,14 +97,13 @@ class HealthProbe:
             h.lag_max_ms = float(lags_ms.max())
             h.stamp_err_p99_ms = stamp_error_quantile(lags_ms, wall * 1000.0, 0.99)
             h.stamp_err_p999_ms = stamp_error_quantile(lags_ms, wall * 1000.0, 0.999)
-        s = self.client.settings
-        if h.stamp_err_p99_ms > s.max_stamp_err_ms:
+        if h.stamp_err_p99_ms > self.max_stamp_err_ms:
             h.reasons.append(
                 f"client timestamp error p99 ~{h.stamp_err_p99_ms:.1f} ms "
-                f"> {s.max_stamp_err_ms:g} ms (event loop busy or descheduled)"
+                f"> {self.max_stamp_err_ms:g} ms (event loop busy or descheduled)"
             )
-        if h.cpu_share > s.max_cpu_share:
-            h.reasons.append(f"client CPU share {h.cpu_share:.2f} > {s.max_cpu_share:g}")
+        if h.cpu_share > self.max_cpu_share:
+            h.reasons.append(f"client CPU share {h.cpu_share:.2f} > {self.max_cpu_share:g}")
         h.bottleneck = bool(h.reasons)
         return h
 

@@ -4,11 +4,24 @@ The client feeds every socket read to a `StreamAccumulator` with its arrival tim
 does no per-event Python work: it counts event terminators (`\\n\\n`) in the read (numpy for big
 reads), so each complete event inherits the timestamp of the read that completed it. Only the
 head of the stream (until the first content-bearing event) and its tail (the last content
-event, the finish/usage events and `[DONE]`) are JSON-parsed; every event between the first and
-the last content event is a content chunk (OpenAI-compatible servers emit nothing else there).
+event, the finish/usage events and `[DONE]`) are JSON-parsed, each scanned only as far as it
+must be; every event between the first and the last content event is a content chunk
+(OpenAI-compatible servers emit nothing else there).
+
+The events in between are still checked, a region of reads at a time and with byte counts only:
+every one must be framed `data: {...}`. A region that is not (a keep-alive comment, a
+truncated or non-JSON event, invalid UTF-8) is parsed event by event: comments are not chunks,
+and a malformed event fails the request with "malformed SSE event at chunk N: ...", exactly as
+`strict=True` reports it. What the byte check cannot see without parsing: an event framed
+`data: {...}` whose JSON is invalid or whose shape is wrong, between the first and the last
+content event. Those are seen by `strict=True` only (a server with a shape bug sends it in the
+head or tail too, where both paths parse).
 
 `strict=True` parses every event instead (slower; used to cross-check the fast path and when a
 server's per-chunk token ids are wanted).
+
+Nothing here raises on what a server sends: every event becomes a chunk, a non-chunk (comment,
+role-only, usage) or a reasoned failure in the record's `error`.
 """
 
 from __future__ import annotations
@@ -24,12 +37,13 @@ from harness.records import RequestRecord
 _SEP = b"\n\n"
 _NUMPY_MIN_BYTES = 4096  # below this, bytes.count beats numpy's call overhead
 _TAIL_BYTES = 16384  # enough for the last content event, finish, usage, timings and [DONE]
-_HEAD_MAX_BYTES = 1 << 20
+# One event larger than this fails the request: nothing a server streams legitimately comes
+# close (a content chunk is ~200 bytes), and without a bound one endless event holds memory.
+DEFAULT_MAX_EVENT_BYTES = 4 << 20
+MALFORMED = "malformed SSE event at chunk"
 
 
-def _count_terminators(buf: bytes) -> int:
-    if len(buf) < _NUMPY_MIN_BYTES:
-        return buf.count(_SEP)
+def _count_numpy(buf: bytes) -> int:
     nl = np.frombuffer(buf, dtype=np.uint8) == 10
     return int(np.count_nonzero(nl[1:] & nl[:-1]))
 
@@ -47,36 +61,71 @@ class ParsedEvent:
     done: bool = False
     content: bool = False
     tokens: int = 0  # from token ids when the server sends them, else 0 (unknown)
-    usage: dict[str, Any] | None = None
+    has_usage: bool = False
+    prompt_tokens: int = -1
+    completion_tokens: int = -1
+    cached_tokens: int = -1
     finish_reason: str = ""
-    error: str = ""
+    error: str = ""  # the server's own error event
+    malformed: str = ""  # why this event is not what an OpenAI-compatible server sends
 
 
-def parse_event(event: bytes) -> ParsedEvent | None:
-    """Classify one raw SSE event. None when it carries no data (a comment or keep-alive)."""
-    data = _payload(event.strip(b"\r\n"))
-    if data is None:
-        return None
-    if data == b"[DONE]":
-        return ParsedEvent(done=True)
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return ParsedEvent(error=f"unparseable event: {data[:200]!r}")
-    if not isinstance(obj, dict):
-        return ParsedEvent(error=f"unexpected event: {data[:200]!r}")
-    ev = ParsedEvent()
-    if obj.get("error"):
-        err = obj["error"]
-        ev.error = str(err.get("message", err) if isinstance(err, dict) else err)[:500]
-    usage = obj.get("usage")
-    if isinstance(usage, dict):
-        ev.usage = usage
-    for choice in obj.get("choices") or ():
+def _snippet(data: bytes) -> str:
+    return repr(data[:120]) + ("..." if len(data) > 120 else "")
+
+
+def _kind(v: Any) -> str:
+    return "null" if v is None else f"{type(v).__name__} {str(v)[:40]!r}"
+
+
+def _count(obj: dict[str, Any], key: str, where: str) -> tuple[int, str]:
+    """A token count: (value, "") or (-1, why it is unusable); absent is (-1, "")."""
+    if key not in obj:
+        return -1, ""
+    v = obj[key]
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v, ""
+    return -1, f"{where}.{key} is {_kind(v)}, expected a non-negative integer"
+
+
+def _read_usage(ev: ParsedEvent, usage: Any) -> str:
+    if not isinstance(usage, dict):
+        return f"usage is {_kind(usage)}, expected an object"
+    ev.has_usage = True
+    ev.prompt_tokens, bad = _count(usage, "prompt_tokens", "usage")
+    if bad:
+        return bad
+    ev.prompt_tokens = ev.prompt_tokens or -1  # 0 prompt tokens: the server did not count
+    ev.completion_tokens, bad = _count(usage, "completion_tokens", "usage")
+    if bad:
+        return bad
+    details = usage.get("prompt_tokens_details")
+    if details is None:
+        return ""
+    if not isinstance(details, dict):
+        return f"usage.prompt_tokens_details is {_kind(details)}, expected an object"
+    if details.get("cached_tokens") is None:  # servers without a prefix cache say null
+        return ""
+    ev.cached_tokens, bad = _count(details, "cached_tokens", "usage.prompt_tokens_details")
+    return bad
+
+
+def _read_choices(ev: ParsedEvent, choices: Any) -> str:
+    if choices is None:  # usage-only and error events carry none, or null
+        return ""
+    if not isinstance(choices, list):
+        return f"choices is {_kind(choices)}, expected a list"
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            return f"choices[{i}] is {_kind(choice)}, expected an object"
         if choice.get("finish_reason"):
-            ev.finish_reason = str(choice["finish_reason"])
+            ev.finish_reason = str(choice["finish_reason"])[:100]
         delta = choice.get("delta")
-        src = delta if isinstance(delta, dict) else choice
+        if delta is not None and not isinstance(delta, dict):
+            return f"choices[{i}].delta is {_kind(delta)}, expected an object"
+        src = delta if delta is not None else choice
         if (
             src.get("text")
             or src.get("content")
@@ -88,72 +137,204 @@ def parse_event(event: bytes) -> ParsedEvent | None:
         ids = choice.get("token_ids") or src.get("token_ids")
         if isinstance(ids, list):
             ev.tokens += len(ids)
+    return ""
+
+
+def _parse(event: bytes) -> ParsedEvent | None:
+    data = _payload(event.strip(b"\r\n"))
+    if data is None:
+        return None
+    if data == b"[DONE]":
+        return ParsedEvent(done=True)
+    if not data.strip():
+        return ParsedEvent(malformed="empty data")
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return ParsedEvent(malformed=f"not JSON ({exc}): {_snippet(data)}")
+    if not isinstance(obj, dict):
+        return ParsedEvent(malformed=f"JSON {type(obj).__name__}, expected an object: "
+                                     f"{_snippet(data)}")
+    ev = ParsedEvent()
+    err = obj.get("error")
+    if err:
+        ev.error = str(err.get("message", err) if isinstance(err, dict) else err)[:500]
+        ev.error = ev.error or "error event without a message"
+    usage = obj.get("usage")
+    ev.malformed = (_read_usage(ev, usage) if usage is not None else "") or _read_choices(
+        ev, obj.get("choices"))
+    if ev.malformed:
+        ev.content = False  # a malformed event is never a chunk, in either path
     return ev
+
+
+def parse_event(event: bytes) -> ParsedEvent | None:
+    """Classify one raw SSE event. None when it carries no data (a comment or keep-alive).
+
+    Never raises: whatever a server sends becomes an event, possibly with `malformed` set.
+    """
+    try:
+        return _parse(event)
+    except Exception as exc:  # a shape nobody foresaw must still become a reasoned failure
+        return ParsedEvent(malformed=f"unreadable event ({type(exc).__name__}: {exc})"[:300])
 
 
 @dataclass(slots=True)
 class StreamAccumulator:
-    """Collects one response stream; `finish` writes what it learnt into a RequestRecord."""
+    """Collects one response stream; `finish` writes what it learnt into a RequestRecord.
+
+    After a `feed`, a non-empty `failure` means the stream is beyond use (an oversized event):
+    stop reading it.
+    """
 
     strict: bool = False
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     read_ts: list[float] = field(default_factory=list)
     read_events: list[int] = field(default_factory=list)
     n_events: int = 0
+    failure: str = ""
     _prev_nl: bool = False
-    # head: raw bytes until the first content event has been seen
+    _open: int = 0  # bytes of the event still open (received since the last terminator)
+    # head: unparsed bytes until the first content event has been seen
     _head: bytearray = field(default_factory=bytearray)
-    _head_events: list[ParsedEvent | None] = field(default_factory=list)
+    _head_next: int = 0  # index of the next event the head parses
     _head_done: bool = False
     _first_content: int = -1
-    # tail: the most recent reads, at least _TAIL_BYTES of them
-    _tail: list[bytes] = field(default_factory=list)
-    _tail_len: int = 0
-    _tail_dropped: bool = False
+    # Events parsed anywhere in fast mode, (index, event); the head's, then slow-path regions'.
+    _seen: list[tuple[int, ParsedEvent]] = field(default_factory=list)
+    # Reads after the head that are not yet checked; _pend[0] begins at an event boundary.
+    _pend: list[bytes] = field(default_factory=list)
+    _pend_len: int = 0
+    _pend_first: int = 0  # event index of the first event in _pend
+    _skip: list[int] = field(default_factory=list)  # events after the head that are no chunks
+    _suspects: list[tuple[int, int]] = field(default_factory=list)  # event ranges to parse
     # strict mode keeps every read
     _all: list[bytes] = field(default_factory=list)
 
     def feed(self, buf: bytes, t: float) -> None:
-        n = _count_terminators(buf)
-        if self._prev_nl and buf[0] == 10:  # a "\n" + "\n" split across two reads
-            n += 1
-        self._prev_nl = buf[-1] == 10
+        n = buf.count(_SEP) if len(buf) < _NUMPY_MIN_BYTES else _count_numpy(buf)
+        # Framing, O(1) per read: the event a read begins with starts "d"ata, the last one it
+        # ends ends "}" (with one event per read, as engines write, that is every event).
+        if self._prev_nl:
+            if buf[0] == 10:  # a "\n" + "\n" split across two reads
+                n += 1
+            elif buf[0] != 100:
+                self._suspects.append((self.n_events, self.n_events))
+        self._prev_nl = last_nl = buf[-1] == 10
         self.read_ts.append(t)
         self.read_events.append(n)
         self.n_events += n
+        if last_nl and len(buf) > 2 and buf[-3] != 125 and buf[-2] != 125:  # ..."}\n(\n)"
+            self._suspects.append((self.n_events - 1, self.n_events))
         if self.strict:
-            self._all.append(buf)
-            return
-        if not self._head_done:
-            self._feed_head(buf)
-        self._tail.append(buf)
-        self._tail_len += len(buf)
-        if self._tail_len > 2 * _TAIL_BYTES:  # amortised: trim only when twice too long
-            self._trim_tail()
+            self._feed_strict(buf, n)
+        elif not self._head_done:
+            self._feed_head(buf, n)
+        else:
+            self._pend.append(buf)
+            self._pend_len += len(buf)
+            if self._pend_len > 2 * _TAIL_BYTES:
+                # Amortised: trim when twice the tail is held, and only once an event
+                # completed (one huge event is joined once, not once per read).
+                if n:
+                    self._trim()
+                elif self._pend_len > self.max_event_bytes + 2 * _TAIL_BYTES:
+                    self._oversized()  # the open event holds nearly all of it
 
-    def _trim_tail(self) -> None:
-        tail = self._tail
-        keep, size = len(tail), 0
+    def _feed_strict(self, buf: bytes, n: int) -> None:
+        self._all.append(buf)
+        self._open = 0 if n else self._open + len(buf)  # give or take the next event's start
+        if self._open > self.max_event_bytes:
+            self._oversized()
+
+    def _oversized(self) -> None:
+        if not self.failure:
+            self.failure = (f"SSE event larger than {self.max_event_bytes} bytes (the client's "
+                            f"max_event_bytes) at chunk {self.n_events}; stopped reading")
+
+    def _feed_head(self, buf: bytes, n: int) -> None:
+        """Parse complete events from where the last read stopped, up to the first content."""
+        head = self._head
+        head += buf
+        if not n:  # no event completed: nothing new to parse
+            if len(head) > self.max_event_bytes:
+                self._oversized()
+            return
+        pos = 0
+        while not self._head_done:
+            j = head.find(_SEP, pos)
+            if j < 0:
+                break
+            idx = self._head_next
+            self._head_next += 1
+            ev = parse_event(bytes(head[pos:j]))
+            pos = j + 2
+            if ev is not None:
+                self._seen.append((idx, ev))
+                if ev.content or ev.done:
+                    self._head_done = True
+                    self._first_content = idx if ev.content else -1
+        if self._head_done:
+            rest = bytes(head[pos:])
+            self._head = bytearray()
+            self._pend = [rest] if rest else []
+            self._pend_len = len(rest)
+            self._pend_first = self._head_next
+            if rest and not rest.startswith(b"data:"):
+                self._suspects.append((self._pend_first, self._pend_first))
+        else:
+            del head[:pos]  # keep only the unfinished event
+
+    def _trim(self) -> None:
+        """Drop the oldest pending reads, keeping at least _TAIL_BYTES of the newest; the
+        dropped events are parsed only where a framing check flagged them."""
+        pend = self._pend
+        keep, size = len(pend), 0
         while keep > 0 and size < _TAIL_BYTES:
             keep -= 1
-            size += len(tail[keep])
-        if keep > 0:
-            del tail[:keep]
-            self._tail_len = size
-            self._tail_dropped = True
+            size += len(pend[keep])
+        if keep == 0:
+            return
+        # Events completed in the kept reads: the newest reads' counts (pend[keep:] are reads).
+        kept_events = sum(self.read_events[len(self.read_events) - (len(pend) - keep):])
+        k = self.n_events - self._pend_first - kept_events
+        last = pend[keep - 1]
+        j = last.rfind(_SEP)
+        if j >= 0 and not self._flagged(k):  # the usual case: nothing to parse, no join
+            carry = last[j + 2:]
+            self._pend_first += k
+            del pend[:keep]
+        else:
+            region = pend[0] if keep == 1 else b"".join(pend[:keep])
+            del pend[:keep]
+            stop = region.rfind(_SEP) + 2 if k else 0
+            self._check(region, stop, k)
+            carry = region[stop:]
+        if carry:  # the unfinished event: checked with the reads that finish it
+            pend.insert(0, carry)
+        self._pend_len = size + len(carry)
 
-    def _feed_head(self, buf: bytes) -> None:
-        self._head += buf
-        parts = bytes(self._head).split(_SEP)
-        complete = parts[:-1]
-        for raw in complete[len(self._head_events) :]:
+    def _flagged(self, k: int) -> bool:
+        """Whether a framing check flagged one of the next k events."""
+        lo, hi = self._pend_first, self._pend_first + k - 1
+        return any(a <= hi and b >= lo for a, b in self._suspects)
+
+    def _check(self, buf: bytes, stop: int, k: int) -> None:
+        """Account for the k complete events in buf[:stop], the first being `_pend_first`:
+        parse them only when a framing check flagged one of them."""
+        lo, hi = self._pend_first, self._pend_first + k - 1
+        flagged = k > 0 and self._flagged(k)
+        self._pend_first += k
+        if not flagged:
+            return
+        self._suspects = [s for s in self._suspects if s[1] > hi]
+        for idx, raw in enumerate(buf[:stop - 2].split(_SEP)[:k], lo):
             ev = parse_event(raw)
-            self._head_events.append(ev)
-            if ev is not None and (ev.content or ev.done or ev.error):
-                self._first_content = len(self._head_events) - 1 if ev.content else -1
-                self._head_done = True
-                break
-        if len(self._head) > _HEAD_MAX_BYTES:
-            self._head_done = True
+            if ev is None or not ev.content:  # comments, malformed and role-only: no chunks
+                self._skip.append(idx)
+            if ev is not None and (ev.malformed or ev.error or ev.done or ev.has_usage
+                                   or ev.finish_reason):
+                self._seen.append((idx, ev))
 
     def _event_times(self) -> np.ndarray:
         return np.repeat(np.asarray(self.read_ts, dtype=float), self.read_events)
@@ -161,80 +342,81 @@ class StreamAccumulator:
     def finish(self, rec: RequestRecord, end_ts: float) -> None:
         rec.end_ts = end_ts
         if self.strict:
-            events = [parse_event(e) for e in b"".join(self._all).split(_SEP)[: self.n_events]]
-            self._apply(rec, events)
-            return
-        # Tail events, newest last. The piece after the last terminator is an unterminated
-        # remainder; when older reads were dropped the first piece may be partial too.
-        tail_raw = b"".join(self._tail).split(_SEP)[:-1]
-        if self._tail_dropped:
-            tail_raw = tail_raw[1:]
-        tail_raw = tail_raw[len(tail_raw) - min(len(tail_raw), self.n_events) :]
-        tail_start = self.n_events - len(tail_raw)
-        # Walk back from the end to the last content event; older events are content chunks.
-        tail_events: list[ParsedEvent | None] = [None] * len(tail_raw)
-        last_content = -1
-        for i in range(len(tail_raw) - 1, -1, -1):
-            ev = parse_event(tail_raw[i])
-            tail_events[i] = ev
-            if ev is not None and ev.content:
-                last_content = tail_start + i
-                break
-        if last_content < 0 and tail_start > 0:
-            last_content = tail_start - 1  # no content in the tail window: it ends before it
-        self._apply_fast(rec, tail_events, tail_start, last_content)
+            self._finish_strict(rec)
+        elif not self._head_done:  # the head parsed every event: there was no content
+            self._summarise(rec, self._seen)
+        else:
+            self._finish_fast(rec)
 
-    def _apply_fast(
-        self,
-        rec: RequestRecord,
-        tail_events: list[ParsedEvent | None],
-        tail_start: int,
-        last_content: int,
-    ) -> None:
+    def _finish_fast(self, rec: RequestRecord) -> None:
+        region = b"".join(self._pend)
+        hi = region.rfind(_SEP)  # the end of the stream's last complete event
+        idx = self.n_events - 1
+        tail: list[tuple[int, ParsedEvent]] = []
+        last_content, start = -1, 0
+        # Walk back from the end to the last content event, parsing only what lies after it.
+        while hi >= 0:
+            lo = region.rfind(_SEP, 0, hi)
+            start = lo + 2 if lo >= 0 else 0
+            ev = parse_event(region[start:hi])
+            if ev is not None and ev.content:
+                last_content = idx
+                break
+            if ev is not None:
+                tail.append((idx, ev))
+            idx -= 1
+            hi, start = lo, 0
+        self._check(region, start, idx - self._pend_first if last_content >= 0 else 0)
+        if last_content < 0:
+            last_content = self._pend_first - 1  # the last event before the pending reads
+        self._summarise(rec, self._seen + tail[::-1])
         first = self._first_content
-        seen: list[ParsedEvent] = [e for e in self._head_events if e is not None]
-        seen += [e for e in tail_events if e is not None]
-        self._summarise(rec, seen)
         if first < 0 or last_content < first:
             return
-        times = self._event_times()
-        rec.chunk_ts = times[first : last_content + 1]
+        times = self._event_times()[first:last_content + 1]
+        skip = [i - first for i in self._skip if first <= i <= last_content]
+        rec.chunk_ts = np.delete(times, skip) if skip else times
         rec.chunk_tokens = []  # the server did not say how many tokens each chunk held
         rec.chunk_tokens_exact = False
-        rec.first_token_ts = float(rec.chunk_ts[0])
-        rec.last_token_ts = float(rec.chunk_ts[-1])
+        if len(rec.chunk_ts):
+            rec.first_token_ts = float(rec.chunk_ts[0])
+            rec.last_token_ts = float(rec.chunk_ts[-1])
 
-    def _apply(self, rec: RequestRecord, events: list[ParsedEvent | None]) -> None:
-        times = self._event_times()
-        seen = [e for e in events if e is not None]
-        self._summarise(rec, seen)
-        idx = [i for i, e in enumerate(events) if e is not None and e.content]
+    def _finish_strict(self, rec: RequestRecord) -> None:
+        raws = b"".join(self._all).split(_SEP)[: self.n_events]
+        events = [(i, ev) for i, raw in enumerate(raws) if (ev := parse_event(raw)) is not None]
+        self._summarise(rec, events)
+        idx = [i for i, e in events if e.content]
         if not idx:
             return
-        rec.chunk_ts = times[idx]
-        tokens = [events[i].tokens for i in idx]  # type: ignore[union-attr]
+        rec.chunk_ts = self._event_times()[idx]
+        tokens = [e.tokens for _, e in events if e.content]
         rec.chunk_tokens_exact = all(t > 0 for t in tokens)
         rec.chunk_tokens = tokens if rec.chunk_tokens_exact else []
         rec.first_token_ts = float(rec.chunk_ts[0])
         rec.last_token_ts = float(rec.chunk_ts[-1])
 
-    @staticmethod
-    def _summarise(rec: RequestRecord, events: list[ParsedEvent]) -> None:
+    def _summarise(self, rec: RequestRecord, events: list[tuple[int, ParsedEvent]]) -> None:
+        """Usage, finish reason and the request's error from the parsed events (in order)."""
         done = False
-        for ev in events:
+        malformed = server_error = ""
+        for idx, ev in sorted(events, key=lambda p: p[0]):
             done = done or ev.done
-            if ev.error and not rec.error:
-                rec.error = ev.error
+            if ev.malformed and not malformed:
+                malformed = f"{MALFORMED} {idx}: {ev.malformed}"
+            if ev.error and not server_error:
+                server_error = ev.error
             if ev.finish_reason:
                 rec.finish_reason = ev.finish_reason
-            if ev.usage:
-                rec.prompt_tokens = int(ev.usage.get("prompt_tokens", -1) or -1)
-                rec.completion_tokens = int(ev.usage.get("completion_tokens", -1))
-                details = ev.usage.get("prompt_tokens_details") or {}
-                cached = details.get("cached_tokens") if isinstance(details, dict) else None
-                if cached is not None:
-                    rec.cached_tokens = int(cached)
+            if ev.has_usage:
+                rec.prompt_tokens = ev.prompt_tokens
+                rec.completion_tokens = ev.completion_tokens
+                if ev.cached_tokens >= 0:
+                    rec.cached_tokens = ev.cached_tokens
         rec.truncated = not done
-        if rec.truncated and not rec.error:
-            rec.error = "stream ended without [DONE]"
-
+        if self.failure or malformed or server_error:
+            rec.error = rec.error or self.failure or malformed or server_error
+        elif not self.read_ts:
+            rec.error = rec.error or "HTTP 200 with an empty body (no SSE events, no [DONE])"
+        elif rec.truncated:
+            rec.error = rec.error or "stream ended without [DONE]"

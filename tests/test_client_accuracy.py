@@ -10,9 +10,10 @@ import numpy as np
 import orjson
 import pytest
 
-from harness.client import ClientSettings, StreamingClient, run_async, run_closed_loop
+from harness.client import ClientSettings, StreamingClient, run_async
 from harness.metrics import GpuCount, point_metrics, summarize
 from harness.records import RequestSpec
+from harness.workloads.closed_loop import run_closed_loop
 from tests.vm_noise import wakeup_lateness
 
 

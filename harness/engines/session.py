@@ -68,27 +68,46 @@ class EngineSession:
         self.server_info = self._server_info()
         self.version = self.adapter.version(self.server_info)
 
-    def _headers(self) -> dict[str, str]:
+    def _key(self) -> str:
         env = self.adapter.sc.engine.api_key_env
-        key = os.environ.get(env) if env else None
+        return (os.environ.get(env) if env else None) or ""
+
+    def _scrub(self, text: str) -> str:
+        """Servers echo request headers in error bodies: the key never reaches an error."""
+        key = self._key()
+        return text.replace(key, "***") if key else text
+
+    def _headers(self) -> dict[str, str]:
+        key = self._key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _wait_attached(self, timeout_s: float) -> None:
-        import urllib.request
+        import urllib.error
 
         deadline = time.monotonic() + timeout_s
+        url = self.base_url + "/v1/models"
         last = ""
         while time.monotonic() < deadline:
             try:
-                req = urllib.request.Request(self.base_url + "/v1/models", headers=self._headers())
-                with urllib.request.urlopen(req, timeout=5) as r:
+                with _probe(url, self._headers()) as r:
                     if r.status == 200:
                         return
-            except OSError as e:  # URLError and HTTPError are OSErrors
-                last = str(e)
+            except urllib.error.HTTPError as e:
+                if 300 <= e.code < 400:  # the probe never follows: the key stays home
+                    where = e.headers.get("Location", "(no Location header)")
+                    raise EngineStartError(
+                        f"{url} redirected (HTTP {e.code}) to {where}; set engine.url to the "
+                        "final URL (redirects are not followed, so the API key is never sent "
+                        "to another origin)") from None
+                last = self._scrub(f"{e}: {_body(e)}")[:400]  # scrubbed whole, then cut
+                if e.code in (401, 403):  # a wrong key stays wrong: no point waiting
+                    raise EngineStartError(
+                        f"{url} refused the request ({last}); check engine.api_key_env") from None
+            except OSError as e:  # URLError is an OSError
+                last = self._scrub(str(e))
             time.sleep(0.5)
         raise EngineStartError(
-            f"no OpenAI-compatible server answered {self.base_url}/v1/models within "
+            f"no OpenAI-compatible server answered {url} within "
             f"{timeout_s:g} s ({last}); check engine.url and engine.api_key_env"
         )
 
@@ -134,3 +153,23 @@ class EngineSession:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _probe(url: str, headers: dict[str, str]) -> Any:
+    """GET with urllib, redirects refused (a 3xx raises HTTPError): urllib would forward every
+    header, Authorization included, to wherever a redirect points."""
+    import urllib.request
+
+    class _NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(_NoRedirect)
+    return opener.open(urllib.request.Request(url, headers=headers), timeout=5)
+
+
+def _body(e: Any) -> str:
+    try:
+        return e.read(2000).decode(errors="replace").strip()
+    except OSError:
+        return ""
