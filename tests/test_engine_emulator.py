@@ -13,7 +13,12 @@ import orjson
 import pytest
 
 from harness.engines import prometheus
-from harness.engines.counters import ENGINE_COUNTERS, RealisedAcceptance, realised_acceptance
+from harness.engines.counters import (
+    ENGINE_COUNTERS,
+    RealisedAcceptance,
+    independent_draws,
+    realised_acceptance,
+)
 from harness.spec.verify import verify
 from harness.testing.spawn import spawn_server
 
@@ -84,13 +89,12 @@ def _run(engine: str, dp: int, al: float, *extra: str) -> tuple[Window, Realised
     return w, realised_acceptance(c, w.before, w.after, w.samples, k=K)
 
 
-def _draws(engine: str, r: RealisedAcceptance, dp: int) -> float:
+def _draws(engine: str, r: RealisedAcceptance) -> float:
     """Independent draws behind the realised AL: SGLang's come per batch step (its gauge's
-    drafts are steps already; its request counter must be divided by the batch size)."""
-    assert r.drafts is not None
-    if ENGINE_COUNTERS[engine].injection_draw == "batch" and r.source == "counters":
-        return r.drafts / 4
-    return r.drafts
+    drafts are steps already; its request counter is divided by the batch per rank, 4)."""
+    n = independent_draws(ENGINE_COUNTERS[engine], r, mean_batch=4)
+    assert n is not None
+    return n
 
 
 CASES = [(e, dp, al) for e in ("sglang", "vllm", "trtllm", "atom")
@@ -104,7 +108,7 @@ def test_injected_al_is_realised_and_verified(engine: str, dp: int, al: float) -
     assert r.al is not None, r.reason
     assert r.source == ("gauge-sampled" if engine == "sglang" else "counters")
     assert abs(r.al / al - 1) < 0.02, r
-    v = verify(al, r.al, _draws(engine, r, dp), k=K)
+    v = verify(al, r.al, _draws(engine, r), k=K)
     assert v.ok, v.reason
     if engine in ("sglang", "vllm") and dp > 1:  # per-rank values, one per dp rank
         assert len(r.per_rank) == dp
@@ -121,7 +125,7 @@ def test_biased_engine_fails_verification(engine: str) -> None:
     al = 2.5
     _, r = _run(engine, 4, al, "--al-bias", "-0.125")
     assert r.al is not None, r.reason
-    v = verify(al, r.al, _draws(engine, r, 4), k=K)
+    v = verify(al, r.al, _draws(engine, r), k=K)
     assert not v.ok
     assert "below the requested 2.5" in v.reason
 
@@ -132,7 +136,7 @@ def test_sglang_newer_verify_counter() -> None:
     assert r.source == "counters" and r.al is not None
     # accepted tokens past max_tokens are not counted: a slight low bias, within 2%
     assert abs(r.al / 2.5 - 1) < 0.02, r
-    assert verify(2.5, r.al, _draws("sglang", r, 4), k=K).ok
+    assert verify(2.5, r.al, _draws("sglang", r), k=K).ok
 
 
 def test_trtllm_serves_prometheus_apart_from_iteration_json() -> None:

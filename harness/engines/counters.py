@@ -412,3 +412,19 @@ def _from_gauge(g: AcceptanceGauge, samples: Sequence[tuple[float, Sample]]
     return RealisedAcceptance(sum(means.values()) / len(means), "gauge-sampled", drafts=steps,
                               drafts_estimated=True, per_rank=dict(sorted(means.items())),
                               samples=readings)
+
+
+def independent_draws(c: EngineCounters, r: RealisedAcceptance,
+                      mean_batch: float | None = None) -> float | None:
+    """The n that `harness.spec.verify.verify` needs: how many independent accepted-count
+    draws the realised AL averages.
+
+    Per-request injection (vLLM, TensorRT-LLM, ATOM, llama.cpp): the drafts. Per-batch
+    injection (SGLang match-expected, one draw per verify step of a rank): the sampled gauge
+    already counts steps (distinct readings x interval); a request-level drafts counter must be
+    divided by the mean running batch per rank (e.g. concurrency / dp); None without it."""
+    if r.drafts is None:
+        return None
+    if c.injection_draw == "batch" and r.source == "counters":
+        return r.drafts / mean_batch if mean_batch else None
+    return r.drafts
