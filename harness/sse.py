@@ -8,14 +8,17 @@ event, the finish/usage events and `[DONE]`) are JSON-parsed, each scanned only 
 must be; every event between the first and the last content event is a content chunk
 (OpenAI-compatible servers emit nothing else there).
 
-The events in between are still checked, a region of reads at a time and with byte counts only:
-every one must be framed `data: {...}`. A region that is not (a keep-alive comment, a
-truncated or non-JSON event, invalid UTF-8) is parsed event by event: comments are not chunks,
-and a malformed event fails the request with "malformed SSE event at chunk N: ...", exactly as
-`strict=True` reports it. What the byte check cannot see without parsing: an event framed
-`data: {...}` whose JSON is invalid or whose shape is wrong, between the first and the last
-content event. Those are seen by `strict=True` only (a server with a shape bug sends it in the
-head or tail too, where both paths parse).
+The events in between are checked for framing at O(1) cost per read: the event a read begins
+with must start `d`(ata) and the last event it completes must end `}`. Engines write one event
+per stream per step, so with reads of one event (a client keeping up) that is every event; in
+a read of many, its first and last. Only pending reads holding a flagged event are parsed, event
+by event: a comment or keep-alive is no chunk, and a malformed event (not JSON, truncated,
+invalid UTF-8, empty, not an object) is no chunk and fails the request with "malformed SSE
+event at chunk N: ...", exactly as `strict=True` reports it. What the fast path does not see
+between the first and the last content event: a malformed event inside a read of several that
+is neither its first nor its last, an event framed `data: {...}` whose JSON or shape is wrong
+(a server with a shape bug sends it in the head or tail too, where both paths parse), and a
+server error event. `strict=True` sees all of them.
 
 `strict=True` parses every event instead (slower; used to cross-check the fast path and when a
 server's per-chunk token ids are wanted).
@@ -194,7 +197,7 @@ class StreamAccumulator:
     n_events: int = 0
     failure: str = ""
     _prev_nl: bool = False
-    _open: int = 0  # bytes of the event still open (received since the last terminator)
+    _open: int = 0  # strict mode: bytes of the event still open (since the last terminator)
     # head: unparsed bytes until the first content event has been seen
     _head: bytearray = field(default_factory=bytearray)
     _head_next: int = 0  # index of the next event the head parses

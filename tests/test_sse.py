@@ -94,3 +94,92 @@ def test_server_token_ids_make_chunk_counts_exact_in_strict_mode() -> None:
     rec = RequestRecord("r", "measured", 1, 3)
     acc.finish(rec, 2.0)
     assert rec.chunk_tokens == [2, 1] and rec.chunk_tokens_exact
+
+
+def _one_event_per_read(stream: bytes, strict: bool = False) -> RequestRecord:
+    acc = StreamAccumulator(strict=strict)
+    for t, ev in enumerate(stream.split(b"\n\n")[:-1]):
+        acc.feed(ev + b"\n\n", float(t))
+    rec = RequestRecord("r", "measured", 7, 10, http_status=200)
+    acc.finish(rec, 1e6)
+    return rec
+
+
+def test_head_and_tail_are_parsed_only_as_far_as_they_must_be(monkeypatch) -> None:
+    """One read holding a whole 2000-event reply: the head stops at the first content event,
+    the tail walks back to the last one; nothing in between is parsed (issue 10)."""
+    import harness.sse as sse
+
+    calls = []
+    real = sse.parse_event
+    monkeypatch.setattr(sse, "parse_event", lambda raw: calls.append(raw) or real(raw))
+    rec = _feed(_chat_stream(2000), strict=False, seed=0, big=True)
+    assert rec.ok and len(rec.chunk_ts) == 2000
+    assert len(calls) <= 8, len(calls)  # role, first content; last content, finish, usage, DONE
+
+
+def test_keepalive_comment_between_reads_is_not_a_chunk() -> None:
+    stream = _chat_stream(50)
+    cut = stream.index(_ev({"choices": [{"delta": {"content": "t20"}, "finish_reason": None}]}))
+    rec = _one_event_per_read(stream[:cut] + b": keep-alive\n\n" + stream[cut:])
+    assert rec.ok and len(rec.chunk_ts) == 50
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mangled_streams_never_raise_and_every_failure_says_why(seed: int) -> None:
+    """Bytes flipped, dropped and duplicated anywhere, read boundaries anywhere: each record
+    is valid or failed with a reason, in both paths."""
+    rng = random.Random(seed)
+    data = bytearray(_chat_stream(rng.choice([3, 40, 300])))
+    for _ in range(rng.randint(1, 6)):
+        i = rng.randrange(len(data))
+        op = rng.choice(["flip", "drop", "dup", "junk"])
+        if op == "flip":
+            data[i] = rng.randrange(256)
+        elif op == "drop":
+            del data[i:i + rng.randint(1, 40)]
+        elif op == "dup":
+            data[i:i] = data[i:i + rng.randint(1, 400)]
+        else:
+            data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 30)))
+    for strict in (False, True):
+        rec = _feed(bytes(data), strict=strict, seed=seed, big=rng.random() < 0.5)
+        assert rec.ok or rec.error, rec
+        assert isinstance(rec.completion_tokens, int) and isinstance(rec.cached_tokens, int)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_comments_anywhere_keep_the_fast_path_consistent(seed: int) -> None:
+    """Keep-alive comments at random places, reads cut anywhere: a comment is no chunk where
+    a read boundary shows it and at worst one chunk too many where it hides inside a read;
+    the rest (errors, usage, the timestamps of the other chunks) is the strict path's."""
+    rng = random.Random(seed)
+    events = _chat_stream(rng.choice([30, 400])).split(b"\n\n")[:-1]
+    k = rng.randint(1, 5)
+    for _ in range(k):
+        events.insert(rng.randint(2, len(events) - 3), b": ping")
+    stream = b"\n\n".join(events) + b"\n\n"
+    big = rng.random() < 0.5
+    fast = _feed(stream, strict=False, seed=seed, big=big)
+    strict = _feed(stream, strict=True, seed=seed, big=big)
+    assert fast.ok and strict.ok, (fast.error, strict.error)
+    assert len(strict.chunk_ts) <= len(fast.chunk_ts) <= len(strict.chunk_ts) + k
+    assert set(strict.chunk_ts) <= set(fast.chunk_ts)
+    assert fast.completion_tokens == strict.completion_tokens
+    # One event per read (how engines write): every comment is seen, the paths are identical.
+    fast, strict = _one_event_per_read(stream), _one_event_per_read(stream, strict=True)
+    assert fast.ok and list(fast.chunk_ts) == list(strict.chunk_ts)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_malformed_events_one_per_read_fail_identically(seed: int) -> None:
+    rng = random.Random(seed)
+    events = _chat_stream(400).split(b"\n\n")[:-1]
+    at = sorted(rng.sample(range(2, len(events) - 3), 3))
+    for i in reversed(at):
+        events.insert(i, rng.choice([b"data: {oops", b"data: ", b'data: "str"', b"data: garbage"]))
+    stream = b"\n\n".join(events) + b"\n\n"
+    fast, strict = _one_event_per_read(stream), _one_event_per_read(stream, strict=True)
+    assert fast.error == strict.error
+    assert fast.error.startswith(f"malformed SSE event at chunk {at[0]}: ")
+    assert list(fast.chunk_ts) == list(strict.chunk_ts) and len(fast.chunk_ts) == 400

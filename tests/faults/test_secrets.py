@@ -133,6 +133,17 @@ def test_attach_probe_never_follows_a_redirect_to_another_origin(monkeypatch) ->
     assert "set engine.url to the final URL" in str(e.value)
 
 
+def test_attach_probe_sends_the_key_home_and_attaches(monkeypatch) -> None:
+    def reply(h: BaseHTTPRequestHandler) -> None:
+        ok = h.path == "/v1/models" and h.headers.get("Authorization") == f"Bearer {KEY}"
+        _send(h, 200 if ok else 404, b'{"data": []}')
+
+    with serve(reply) as home:
+        session = _attached(home.url, monkeypatch)
+        session.start()
+    assert session.version == "test" and home.requests[0]["Authorization"] == f"Bearer {KEY}"
+
+
 def test_attach_probe_error_never_holds_the_key(monkeypatch) -> None:
     with serve(_echo_headers(0)) as home, pytest.raises(EngineStartError) as e:
         _attached(home.url, monkeypatch).start()
