@@ -308,8 +308,9 @@ def realised_acceptance(c: EngineCounters, before: Sample, after: Sample,
 
     From cumulative counters when the engine has them (and they moved); else from the AL
     gauge sampled through the window (`samples`: (time, scrape) pairs, e.g. every second),
-    averaged over samples per reporting rank, then across ranks - never summed. `k` (draft
-    length) lets TensorRT-LLM's iteration counters stand in for its per-request ones."""
+    averaged per reporting rank (label set), then across ranks - never summed (see
+    `_from_gauge`). `k` (draft length) lets TensorRT-LLM's iteration counters stand in for
+    its per-request ones. `per_rank` holds each rank's AL where the metrics tell ranks apart."""
     r = resolve(c, after)
     if r is None:
         return RealisedAcceptance(None, None, reason="no known engine's metrics in the scrape")
