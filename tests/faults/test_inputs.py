@@ -110,7 +110,7 @@ def _nested(depth: int) -> dict:
      "requests"),
     ("no-parent", json.dumps(_weka([{"t": 0, "type": "subagent", "agent_id": "s",
                                      "requests": [_req()]}])), "trace t1", "requests"),
-    ("deep-3000", json.dumps(_nested(3000)) if False else None, "whole file", "(json)"),
+    ("deep-3000", None, "whole file", "(json)"),  # built in the test: json.dumps would overflow
     ("deep-40", json.dumps(_nested(40)), "requests[1]", "requests"),
 ])
 def test_hostile_weka_trace_is_a_trace_error(tmp_path, name, text, where, field) -> None:
