@@ -249,8 +249,7 @@ class StreamingClient:
             )
         except Exception as exc:  # nothing a server sends may abort the sweep: a reasoned failure
             acc.finish(rec, clock())
-            rec.error = self.scrub(f"client error reading the reply: {type(exc).__name__}: "
-                                   f"{exc}")[:500]
+            rec.error = self.scrub(f"client error: {type(exc).__name__}: {exc}")[:500]
         finally:
             self._track(-1)
             if math.isnan(rec.send_ts):

