@@ -3,7 +3,6 @@ facts, one validity verdict and provenance. Pure: the runner does the I/O around
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -11,8 +10,9 @@ from typing import Any
 
 from harness.client_health import ClientHealth
 from harness.config.schema import SweepConfig
-from harness.engines import prometheus
+from harness.engines import counters, prometheus
 from harness.engines.base import EngineAdapter
+from harness.engines.sampler import Sampled
 from harness.metrics import GpuCount, point_metrics
 from harness.point_record import PointIdentity, PointRecord
 from harness.validity import (
@@ -24,15 +24,6 @@ from harness.validity import (
     request_rules,
 )
 from harness.workloads.base import Measurement, Workload
-
-# Server-side counters worth keeping on the point, by engine family.
-_TOKEN_COUNTERS = {
-    "server_prompt_tokens": ("vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total",
-                             "sglang:prompt_tokens_total"),
-    "server_generation_tokens": ("vllm:generation_tokens_total",
-                                 "llamacpp:tokens_predicted_total",
-                                 "sglang:generation_tokens_total"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,40 +51,30 @@ class EngineState:
     failure: str = ""  # why it died or hung, with the log's tail
 
 
-def engine_facts(adapter: EngineAdapter, before: prometheus.Sample,
-                 after: prometheus.Sample) -> dict[str, Any]:
-    """Counter deltas over the measured phase, under engine-neutral names."""
-    d = prometheus.delta(before, after)
-    out: dict[str, Any] = {}
-    for key, names in _TOKEN_COUNTERS.items():
-        vals = [prometheus.total(d, n) for n in names]
-        vals = [v for v in vals if not math.isnan(v)]
-        out[key] = vals[0] if vals else None
-    out["server_metrics_hit_rate"] = prefix_hit_rate(adapter, d)
-    spec = adapter.spec_counters
-    if spec is not None:
-        drafts = prometheus.total(d, spec.drafts)
-        accepted = prometheus.total(d, spec.accepted)
-        drafted = prometheus.total(d, spec.draft_tokens)
-        out["spec_drafts"] = None if math.isnan(drafts) else drafts
-        out["spec_draft_tokens"] = None if math.isnan(drafted) else drafted
-        out["spec_accepted_tokens"] = None if math.isnan(accepted) else accepted
-        out["spec_realised_al"] = (1.0 + accepted / drafts) if drafts and drafts > 0 else None
-    if adapter.spec_al_gauge is not None:
-        al = prometheus.total(after, adapter.spec_al_gauge)
-        out["spec_realised_al"] = None if math.isnan(al) or al <= 0 else al
+def engine_facts(adapter: EngineAdapter, before: prometheus.Sample, after: prometheus.Sample,
+                 samples: Sampled = (), concurrency: int = 1) -> dict[str, Any]:
+    """What the engine's own metrics say about the measured window, under engine-neutral
+    names, read through the counters the adapter declares (harness.engines.counters)."""
+    c = adapter.counters
+    tok = counters.token_deltas(c, before, after)
+    out: dict[str, Any] = {
+        "server_prompt_tokens": tok.prompt, "server_generation_tokens": tok.generation,
+        "server_cached_tokens": tok.cached,
+        "server_metrics_hit_rate": counters.prefix_hit_rate(c, before, after),
+    }
+    if adapter.sc.speculator.method == "none":
+        return out
+    r = counters.realised_acceptance(c, before, after, samples, k=adapter.sc.speculator.k)
+    out.update({
+        "spec_realised_al": r.al, "spec_drafts": r.drafts, "spec_draft_tokens": r.draft_tokens,
+        "spec_accepted_tokens": r.accepted_tokens, "spec_al_source": r.source,
+        "spec_al_per_rank": r.per_rank or None, "spec_al_note": r.reason or None,
+    })
+    # Independent accepted-count draws: SGLang draws once per batch step, not per request.
+    dp = adapter.sc.topology.tp if adapter.sc.topology.dp_attention else 1
+    mean_batch = max(1.0, concurrency / dp)
+    out["spec_independent_draws"] = counters.independent_draws(c, r, mean_batch)
     return out
-
-
-def prefix_hit_rate(adapter: EngineAdapter, d: prometheus.Sample) -> float:
-    """Prefix-cache hits over the window from the adapter's declared counters (tokens)."""
-    names = adapter.prefix_cache_counters
-    if names is None:  # llama.cpp: cached prompt tokens are counted outside prompt_tokens
-        h = prometheus.total(d, "llamacpp:prompt_tokens_cached_total")
-        q = prometheus.total(d, "llamacpp:prompt_tokens_total")
-        return h / (q + h) if not math.isnan(h) and q + h > 0 else math.nan
-    q, h = prometheus.total(d, names[0]), prometheus.total(d, names[1])
-    return h / q if not math.isnan(h) and q and q > 0 else math.nan
 
 
 def health_fields(h: ClientHealth) -> dict[str, Any]:
@@ -120,11 +101,13 @@ def chip_fields(sc: SweepConfig) -> dict[str, Any]:
 
 
 def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine: EngineState,
-             started: str, finished: str) -> PointRecord:
-    """The point's record: every metric, every rule's verdict, where everything came from."""
+             started: str, finished: str, samples: Sampled = ()) -> PointRecord:
+    """The point's record: every metric, every rule's verdict, where everything came from.
+    `samples`: the server's metrics scraped through the measured window."""
     m = point_metrics(meas.measured.records, meas.measured.duration_s, ctx.gpus)
     facts = ctx.workload.facts(meas, m)
-    eng = engine_facts(ctx.adapter, meas.server_before, meas.server_after)
+    eng = engine_facts(ctx.adapter, meas.server_before, meas.server_after, samples,
+                       identity.conc)
     health = health_fields(meas.measured.health)
     plan = ctx.adapter.acceptance
     realised = eng.get("spec_realised_al")
@@ -136,7 +119,8 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
         request_rules(m, ctx.validity),
         client_rules(health, ctx.validity),
         ctx.workload.rules(observed, ctx.validity),
-        acceptance_rule(plan.mode, plan.length, realised, ctx.validity.al_tolerance),
+        acceptance_rule(plan.mode, plan.length, realised, eng.get("spec_independent_draws"),
+                        ctx.sc.speculator.k, ctx.validity, eng.get("spec_al_note")),
     )
     values = {**m, **facts, **health, **eng}
     return PointRecord(

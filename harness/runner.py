@@ -20,6 +20,7 @@ from harness.client import STALL_ERROR, ClientSettings
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
 from harness.engines.registry import adapter_class, make_adapter
+from harness.engines.sampler import MetricsSampler
 from harness.engines.session import EngineSession
 from harness.identity import point_identity
 from harness.metrics import GpuCount
@@ -119,13 +120,17 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
     started = now_iso()
     target = Target(eng.base_url, client_settings(ctx.sc, ctx.adapter.keep_alive), eng.scrape)
     total = ctx.workload.expected_requests(p.level)
-    with tqdm(total=total, desc=f"conc {p.level.concurrency:>4}", unit="req") as bar:
+    with (tqdm(total=total, desc=f"conc {p.level.concurrency:>4}", unit="req") as bar,
+          MetricsSampler(eng.scrape) as sampler):
         meas = ctx.workload.run(target, p.level, on_done=lambda _: bar.update(1))
+    window = sampler.within(meas.measured.start_ts, meas.measured.end_ts)
     run.write_requests(p.level.point_id, meas.records)
     run.write_json(f"server_metrics/{p.level.point_id}.json",
-                   {"before": meas.server_before, "after": meas.server_after})
+                   {"before": meas.server_before, "after": meas.server_after,
+                    "measured_window": [meas.measured.start_ts, meas.measured.end_ts],
+                    "samples": [{"t": t, "metrics": m} for t, m in sampler.samples]})
     state = engine_state(eng, meas.measured.records, ctx.sc.client.stall_timeout_s)
-    record = assemble(ctx, p.identity, meas, state, started, now_iso())
+    record = assemble(ctx, p.identity, meas, state, started, now_iso(), window)
     run.append_point(record.flat())
     return record
 

@@ -86,7 +86,8 @@ class ValiditySettings:
     max_cpu_share: float = 0.95  # of one core, by the client
     min_measured_s: float = 0.0  # agentic: 900 (AgentX)
     max_overflow_share: float = 0.01  # agentic: context overflows allowed
-    al_tolerance: float = 0.02  # injected acceptance: realised vs requested
+    al_confidence: float = 0.999  # injected acceptance: two-sided confidence of the interval
+    al_min_drafts: float = 200  # ...and the fewest independent draws that can judge it
 
 
 def settings_for(sc: SweepConfig) -> ValiditySettings:
@@ -99,7 +100,8 @@ def settings_for(sc: SweepConfig) -> ValiditySettings:
         max_cpu_share=sc.client.max_cpu_share,
         min_measured_s=scen.min_measured_s if agentic else 0.0,
         max_overflow_share=scen.max_overflow_share,
-        al_tolerance=sc.speculator.acceptance.tolerance,
+        al_confidence=sc.speculator.acceptance.confidence,
+        al_min_drafts=sc.speculator.acceptance.min_drafts,
     )
 
 
@@ -170,21 +172,27 @@ def engine_rules(alive: bool, hung: bool, failure: str) -> list[Rule]:
 
 
 def acceptance_rule(mode: str, requested: float | None, realised: float | None,
-                    tolerance: float) -> list[Rule]:
-    """An injected point must realise the requested AL (from the engine's own counters)."""
+                    draws: float | None, k: int, s: ValiditySettings,
+                    note: str | None = None) -> list[Rule]:
+    """An injected point must realise the requested AL, judged statistically: the realised AL
+    of `draws` independent draws must fall inside the interval the injected distribution
+    allows at `s.al_confidence`, and there must be at least `s.al_min_drafts` of them
+    (harness.spec.verify). A fixed percentage would fail short points at random and pass long
+    ones that are plainly off."""
+    from harness.spec.verify import verify
+
     if mode != "injected" or requested is None:
         return []
-    if realised is None:
-        return [Rule("acceptance_realised", False, None, f"within {_pct(tolerance)}",
-                     "injected acceptance could not be verified: the engine reported no "
-                     "speculative counters over the point",
-                     "enable the engine's metrics, or run with acceptance.mode=real")]
-    err = realised / requested - 1.0
-    return [Rule("acceptance_realised", abs(err) <= tolerance, realised,
-                 f"{requested:g} within {_pct(tolerance)}",
-                 f"realised AL {realised:.3f} is {100 * err:+.1f}% off the requested "
-                 f"{requested:g} (tolerance {_pct(tolerance)})",
-                 "check the engine's acceptance knob and its version")]
+    v = verify(requested, realised, draws, k=k, confidence=s.al_confidence,
+               min_drafts=s.al_min_drafts)
+    lo, hi = v.interval
+    bound = f"{requested:g} in [{lo:.3f}, {hi:.3f}], >= {s.al_min_drafts:g} draws"
+    if v.ok:
+        return [Rule("acceptance_realised", True, realised, bound,
+                     f"realised AL {realised:.3f} over {v.n:.0f} draws")]
+    why = v.reason + (f" ({note})" if note and realised is None else "")
+    return [Rule("acceptance_realised", False, realised, bound, why,
+                 "check the engine's acceptance knob and metrics, or run longer")]
 
 
 def judge(*groups: Iterable[Rule]) -> Validity:

@@ -97,10 +97,10 @@ def test_fixed_sequence_speculative_points_run_real_acceptance() -> None:
 
 
 def test_an_engine_that_cannot_inject_refuses_unless_real_is_asked() -> None:
-    sc = _sc("scenarios=agentic-weka-cpu", "speculator=ngram",
+    sc = _sc("scenarios=agentic-weka-cpu", "speculator=draft_model",
              "speculator.acceptance.length=2.0")
     with pytest.raises(ConfigError) as ei:
-        resolve(sc, can_inject=False, where="recipes/speculator/ngram.yaml")
+        resolve(sc, can_inject=False, where="recipes/speculator/draft_model.yaml")
     assert ei.value.key == "speculator.acceptance.mode"
     assert "speculator.acceptance.mode=real" in ei.value.fix
     real = resolve(_sc("scenarios=agentic-weka-cpu", "speculator=ngram",
@@ -109,9 +109,21 @@ def test_an_engine_that_cannot_inject_refuses_unless_real_is_asked() -> None:
 
 
 def test_missing_table_entry_is_a_config_error() -> None:
-    sc = _sc("scenarios=agentic-weka-cpu", "speculator=ngram", "speculator.k=9")
+    sc = _sc("scenarios=agentic-weka-cpu", "speculator=draft_model", "speculator.k=9")
     with pytest.raises(ConfigError, match="nearest entries"):
-        resolve(sc, can_inject=True, where="w", table=[AcceptanceRow("x", "ngram", 2, "n/a", 2.0)])
+        resolve(sc, can_inject=True, where="w",
+                table=[AcceptanceRow("x", "draft_model", 2, "n/a", 2.0)])
+
+
+def test_an_ngram_drafter_is_refused_for_injected_agentic_points_up_front() -> None:
+    sc = _sc("scenarios=agentic-weka-cpu", "speculator=ngram", "speculator.k=3")
+    with pytest.raises(ConfigError) as ei:
+        resolve(sc, can_inject=True, where="recipes/speculator/ngram.yaml")
+    assert ei.value.key == "speculator.method" and "proposes" in ei.value.problem
+    # real acceptance on the same content stays possible (flagged as not representative)
+    real = resolve(_sc("scenarios=agentic-weka-cpu", "speculator=ngram",
+                       "speculator.acceptance.mode=real"), can_inject=True, where="w")
+    assert real.mode == "real" and not real.representative
 
 
 def test_llamacpp_flags_for_injected_and_real_acceptance() -> None:

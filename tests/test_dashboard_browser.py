@@ -145,7 +145,15 @@ def test_js_frontier_matches_python(page, page_file) -> None:
         py = sorted((xs[i], ys[i]) for i in pareto_frontier(xs, ys))
         js = page.evaluate("""([pts]) => frontier(pts, 'x', 'y', true, true)
                               .map(p => [p.x, p.y])""",
-                           [[{"x": x, "y": y} for x, y in zip(xs, ys, strict=True)]])
+                           [[{"x": x, "y": y, "valid": True}
+                             for x, y in zip(xs, ys, strict=True)]])
+        assert sorted(map(tuple, js)) == py
+        # an invalid point never shapes a frontier, however good it looks
+        best = {"x": max(xs) * 2, "y": max(ys) * 2, "valid": False}
+        js = page.evaluate("""([pts]) => frontier(pts, 'x', 'y', true, true)
+                              .map(p => [p.x, p.y])""",
+                           [[{"x": x, "y": y, "valid": True}
+                             for x, y in zip(xs, ys, strict=True)] + [best]])
         assert sorted(map(tuple, js)) == py
 
 

@@ -24,7 +24,7 @@ def test_sglang_dsr1_fp4_b200_tp4_mtp3() -> None:
     assert p.argv == [
         PY, "-m", "sglang.launch_server",
         "--model-path", "nvidia/DeepSeek-R1-0528-FP4-v2", "--served-model-name", "dsr1",
-        "--host", "127.0.0.1", "--port", "30000", "--tp", "4",
+        "--host", "127.0.0.1", "--port", "30000", "--tp", "4", "--enable-metrics",
         "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
         "--disable-radix-cache", "--context-length", str(8192 + 1024 + 256),
@@ -81,6 +81,8 @@ def test_trtllm_dsr1_fp4_b200_dep8_mtp3_with_extra_options_yaml() -> None:
     ]
     assert yaml.safe_load(p.files["extra_llm_api_options.yaml"]) == {
         "enable_attention_dp": True,
+        # what /prometheus/metrics needs to carry the speculative counters
+        "return_perf_metrics": True, "enable_iter_perf_stats": True,
         "kv_cache_config": {"enable_block_reuse": False},
         "speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 3},
     }

@@ -52,9 +52,12 @@ class SyntheticWorkload(Workload):
     def run(self, target: Target, level: LoadLevel, on_done=None) -> Measurement:
         h = ClientHealth(stamp_err_p99_ms=0.2, cpu_share=0.3)
         phase = PhaseResult(self.records, 0.0, 10.0, 1.7e9, h)
+        # an attached endpoint: the counters tell which engine it is (vLLM here)
         return Measurement(PhaseResult([], 0.0, 0.0, 1.7e9, h), phase,
-                           {"vllm:prompt_tokens_total": 0.0},
-                           {"vllm:prompt_tokens_total": 1000.0})
+                           {"vllm:prompt_tokens_total": 0.0,
+                            "vllm:generation_tokens_total": 0.0},
+                           {"vllm:prompt_tokens_total": 1000.0,
+                            "vllm:generation_tokens_total": 80.0})
 
 
 class FakeSession:
@@ -90,6 +93,7 @@ def test_a_point_lands_on_disk_whole_and_valid(tmp_path: Path) -> None:
     rec = run_point(ctx, FakeSession(), planned[0], run)
     assert rec.valid and rec.status == "ok" and rec.metrics["num_requests"] == 10
     assert rec.metrics["server_prompt_tokens"] == 1000.0  # engine facts from /metrics deltas
+    assert rec.metrics["server_generation_tokens"] == 80.0
     assert (run.root / "requests" / f"{rec.point_id}.parquet").is_file()
     assert (run.root / "server_metrics" / f"{rec.point_id}.json").is_file()
     [back] = load_records([run.root])

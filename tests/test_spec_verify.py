@@ -16,8 +16,8 @@ from harness.engines.counters import (
     split_key,
     token_deltas,
 )
-from harness.spec.acceptance import synthetic_rates
-from harness.spec.verify import check_injectable, count_moments, verify, z_for
+from harness.spec.acceptance import check_injectable, synthetic_rates
+from harness.spec.verify import count_moments, verify, z_for
 
 K = 3
 

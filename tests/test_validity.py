@@ -83,13 +83,16 @@ def test_engine_rules_are_fatal_and_carry_the_failure() -> None:
     assert hung.fatal and [r.name for r in hung.failed] == ["engine_responsive"]
 
 
-def test_acceptance_rule() -> None:
-    assert acceptance_rule("real", 2.5, 2.0, 0.02) == []
-    assert acceptance_rule("injected", 2.5, 2.51, 0.02)[0].ok
-    off = acceptance_rule("injected", 2.5, 2.0, 0.02)[0]
-    assert not off.ok and "-20.0% off the requested 2.5" in off.message
-    none = acceptance_rule("injected", 2.5, None, 0.02)[0]
-    assert not none.ok and "no speculative counters" in none.message
+def test_acceptance_rule_is_statistical() -> None:
+    assert acceptance_rule("real", 2.5, 2.0, 1000, 3, S) == []
+    ok = acceptance_rule("injected", 2.5, 2.51, 5000, 3, S)[0]
+    assert ok.ok and "5000 draws" in ok.message
+    off = acceptance_rule("injected", 2.5, 2.0, 5000, 3, S)[0]
+    assert not off.ok and "outside its 99.9% interval" in off.message
+    few = acceptance_rule("injected", 2.5, 2.45, 87, 3, S)[0]
+    assert not few.ok and "proposed 87 drafts" in few.message  # too few is its own reason
+    none = acceptance_rule("injected", 2.5, None, None, 3, S, "sglang: no counters moved")[0]
+    assert not none.ok and "no counters moved" in none.message
 
 
 def test_agentic_rules() -> None:

@@ -81,6 +81,11 @@ class AcceptanceConfig:
     length: float | None = None  # explicit AL; None = look it up in the acceptance table
     # Tolerance on realised vs requested AL before an injected point is invalid.
     tolerance: float = 0.02
+    # An injected point verifies when its realised AL lies in the interval the injected
+    # distribution allows at this two-sided confidence for the draws it made...
+    confidence: float = 0.999
+    # ...and it made at least this many independent draws (fewer is its own reason).
+    min_drafts: int = 200
 
 
 @dataclass

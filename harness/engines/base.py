@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.schema import SweepConfig
+from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
 from harness.spec.acceptance import AcceptancePlan, synthetic_rates
 from harness.workloads.base import EngineHints
 
@@ -34,15 +35,6 @@ class LaunchPlan:
     ready_paths: tuple[str, ...] = ("/health", "/v1/models")
 
 
-@dataclass(frozen=True)
-class SpecCounterNames:
-    """Prometheus counters of speculative decoding (AL = 1 + accepted / drafts)."""
-
-    drafts: str
-    draft_tokens: str
-    accepted: str
-
-
 class EngineAdapter(ABC):
     """Built whole from the recipe, the acceptance plan and the workload's hints, then never
     changed: everything a launch, a request body or a point's engine facts need is fixed at
@@ -50,10 +42,6 @@ class EngineAdapter(ABC):
 
     kind: str = ""
     keep_alive: bool = True  # False: the server closes connections after each stream
-    spec_al_gauge: str | None = None  # engines that report the average AL as a gauge
-    # Prometheus names of the prefix-cache counters (queries and hits, in tokens).
-    prefix_cache_counters: tuple[str, str] | None = None
-    spec_counters: SpecCounterNames | None = None
 
     def __init__(self, sc: SweepConfig, acceptance: AcceptancePlan | None = None,
                  hints: EngineHints | None = None, where: Locate | None = None) -> None:
@@ -74,6 +62,13 @@ class EngineAdapter(ABC):
         """Refuse recipes this engine cannot run (a ConfigError naming file, key and fix);
         called before anything is built or launched. Nothing to refuse by default."""
         return None
+
+    @property
+    def counters(self) -> EngineCounters:
+        """What this engine's metrics endpoint exposes (tokens, prefix cache, speculative
+        decoding), declared once in harness.engines.counters: points, hit rates and
+        calibration all read it."""
+        return ENGINE_COUNTERS[self.kind]
 
     @property
     def can_inject(self) -> bool:

@@ -8,19 +8,13 @@ from typing import Any
 
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
-from harness.engines.base import EngineAdapter, LaunchPlan, Locate, SpecCounterNames
+from harness.engines.base import EngineAdapter, LaunchPlan, Locate
 from harness.weights import gguf_path
 
 
 class LlamaCppAdapter(EngineAdapter):
     kind = "llamacpp"
     keep_alive = False  # its HTTP server closes the connection after every streamed reply
-    prefix_cache_counters = None  # llama.cpp reports cached tokens per request in usage
-    spec_counters = SpecCounterNames(
-        drafts="llamacpp:spec_decode_num_drafts_total",
-        draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
-        accepted="llamacpp:spec_decode_num_accepted_tokens_total",
-    )
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:

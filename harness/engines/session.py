@@ -132,7 +132,7 @@ class EngineSession:
             self.proc = None
 
     def scrape(self) -> prometheus.Sample:
-        text = get_text(self.base_url + "/metrics")
+        text = get_text(self.base_url + self.adapter.counters.metrics_path)
         return prometheus.parse(text) if text else {}
 
     @property

@@ -12,14 +12,15 @@ SGLANG_ALGORITHMS = {"mtp": "EAGLE", "eagle": "EAGLE", "eagle3": "EAGLE3", "ngra
 
 class SglangAdapter(EngineAdapter):
     kind = "sglang"
-    # SGLang reports the average accept length as a gauge rather than counters.
-    spec_al_gauge = "sglang:spec_accept_length"
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
         t, spec = self.sc.topology, self.sc.speculator
         argv = [self.python(), "-m", "sglang.launch_server",
                 "--model-path", self.checkpoint, "--served-model-name", self.served_model_name,
-                "--host", "127.0.0.1", "--port", str(port), "--tp", str(t.tp)]
+                "--host", "127.0.0.1", "--port", str(port), "--tp", str(t.tp),
+                # off by default; its counters and accept-length gauge are how a point's
+                # realised acceptance is verified (docs/engine-metrics.md)
+                "--enable-metrics"]
         if t.ep > 1:
             argv += ["--ep", str(t.ep)]
         if t.dp_attention:

@@ -1,6 +1,7 @@
 """TensorRT-LLM: `trtllm-serve` with an extra-options YAML (speculative decoding, attention DP
 and `enable_block_reuse: false` live there). Injected acceptance:
-TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = AL - 1 (it counts drafts only), docs/methodology.md §5."""
+TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = AL - 1 (it counts drafts only),
+docs/methodology.md §5."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ class TrtllmAdapter(EngineAdapter):
 
     def extra_options(self, max_concurrency: int) -> dict[str, Any]:
         spec, t = self.sc.speculator, self.sc.topology
-        opts: dict[str, Any] = {"enable_attention_dp": bool(t.dp_attention)}
+        # Per-request perf metrics and iteration stats feed /prometheus/metrics, where the
+        # speculative counters that verify a point's acceptance live (docs/engine-metrics.md).
+        opts: dict[str, Any] = {"enable_attention_dp": bool(t.dp_attention),
+                                "return_perf_metrics": True, "enable_iter_perf_stats": True}
         if not self.prefix_caching:
             opts["kv_cache_config"] = {"enable_block_reuse": False}
         if spec.method == "mtp":

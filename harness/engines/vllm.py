@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.engines.base import EngineAdapter, LaunchPlan, SpecCounterNames
+from harness.engines.base import EngineAdapter, LaunchPlan
 
 VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model": "draft_model",
                 "eagle": "eagle"}
@@ -15,12 +15,6 @@ VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model
 
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
-    prefix_cache_counters = ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")
-    spec_counters = SpecCounterNames(
-        drafts="vllm:spec_decode_num_drafts_total",
-        draft_tokens="vllm:spec_decode_num_draft_tokens_total",
-        accepted="vllm:spec_decode_num_accepted_tokens_total",
-    )
 
     @property
     def checkpoint(self) -> str:

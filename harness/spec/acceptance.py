@@ -149,6 +149,11 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
         return AcceptancePlan("real", representative=not agentic,
                               source="engine's own drafts (not representative: synthetic text)"
                               if agentic else "engine's own drafts")
+    refusal = check_injectable(spec.method, sc.scenario.kind)
+    if refusal:
+        raise ConfigError(where, "speculator.method", refusal,
+                          "use speculator=mtp, eagle3 or draft_model for injected agentic "
+                          "points")
     if not can_inject:
         raise ConfigError(
             where, "speculator.acceptance.mode",
@@ -177,3 +182,22 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
         raise ConfigError(where, "speculator.acceptance.length", str(e),
                           f"an AL between 1 and k+1 = {spec.k + 1}") from None
     return AcceptancePlan("injected", al, source)
+
+
+# Drafters that propose from text already seen (prompt/output n-grams). The harness's agentic
+# prompts are blocks of single-token words drawn per hash id, so such drafters propose almost
+# nothing and an injected AL is neither realised nor verifiable.
+LOOKUP_DRAFTERS = frozenset({"ngram", "prompt_lookup", "suffix", "lookahead"})
+
+
+def check_injectable(method: str, scenario_kind: str, mode: str = "injected") -> str | None:
+    """Why an injected point with this drafter cannot be run, or None. Called at validation:
+    an n-gram drafter proposes nothing on the synthetic agentic prompts, so the point would
+    only ever be judged on a handful of drafts (or none)."""
+    if mode != "injected" or scenario_kind != "agentic" or method not in LOOKUP_DRAFTERS:
+        return None
+    return (f"speculator {method} drafts only from n-grams already in the text, and the "
+            "replayed agentic prompts are synthetic single-token-word blocks: it proposes "
+            "(almost) no drafts there, so an injected acceptance length cannot be realised or "
+            "verified; use a model drafter (mtp, eagle3, draft_model) for injected agentic "
+            "points, or speculator.acceptance.mode=real (flagged as not representative)")

@@ -45,11 +45,6 @@ DEFAULT_MIN_DRAFTS = 200
 # from failing on that alone.
 DEFAULT_FLOOR = 0.005
 
-# Drafters that propose from text already seen (prompt/output n-grams). The harness's agentic
-# prompts are blocks of single-token words drawn per hash id, so such drafters propose almost
-# nothing and an injected AL is neither realised nor verifiable.
-LOOKUP_DRAFTERS = frozenset({"ngram", "prompt_lookup", "suffix", "lookahead"})
-
 
 def count_moments(rates: Sequence[float]) -> tuple[float, float]:
     """(mean, variance) of the per-draft accepted count, from unconditional rates p_i =
@@ -130,16 +125,3 @@ def verify(requested: float, realised: float | None, n: float | None, *,
             "injected acceptance - check its injection knob reached the engine and that the "
             "metrics cover only the measured window"), **v)
     return Verdict(True, "", **v)
-
-
-def check_injectable(method: str, scenario_kind: str, mode: str = "injected") -> str | None:
-    """Why an injected point with this drafter cannot be run, or None. Called at validation:
-    an n-gram drafter proposes nothing on the synthetic agentic prompts, so the point would
-    only ever be judged on a handful of drafts (or none)."""
-    if mode != "injected" or scenario_kind != "agentic" or method not in LOOKUP_DRAFTERS:
-        return None
-    return (f"speculator {method} drafts only from n-grams already in the text, and the "
-            "replayed agentic prompts are synthetic single-token-word blocks: it proposes "
-            "(almost) no drafts there, so an injected acceptance length cannot be realised or "
-            "verified; use a model drafter (mtp, eagle3, draft_model) for injected agentic "
-            "points, or speculator.acceptance.mode=real (flagged as not representative)")
