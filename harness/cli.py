@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 import time
@@ -96,8 +97,22 @@ def _sweep(argv: list[str]) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         # Ctrl-C: every `finally` has run (the engine is stopped); say what was kept
         print(_interrupted_message(), file=sys.stderr, flush=True)
+        _forget_nested_interrupt()
         return 130
     return 0
+
+
+def _forget_nested_interrupt() -> None:
+    """Make a handled Ctrl-C exit with status 130 every time.
+
+    CPython notes a KeyboardInterrupt that ends any nested PyRun_String (extension modules run
+    Python source that way while they import) and, under `python -m`, kills the process with
+    SIGINT at exit although we handled it: a random -2 instead of 130. Running an empty string
+    clears the note."""
+    with contextlib.suppress(AttributeError, OSError):
+        import ctypes
+
+        ctypes.pythonapi.PyRun_SimpleString(b"pass")
 
 
 def _interrupted_message() -> str:
@@ -394,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 1)
     except (KeyboardInterrupt, asyncio.CancelledError):
         print(f"harness {argv[0]}: interrupted", file=sys.stderr)
+        _forget_nested_interrupt()
         return 130
     except Exception as e:
         code = _one_line_error(argv[0], e)
