@@ -86,6 +86,9 @@ class AcceptanceConfig:
     confidence: float = 0.999
     # ...and it made at least this many independent draws (fewer is its own reason).
     min_drafts: int = 200
+    # Which table rows a lookup may inject: published (golden curves first; never a local
+    # calibration), calibrated (harness calibrate's rows), or one row as file:line.
+    source: str = "published"
 
 
 @dataclass
