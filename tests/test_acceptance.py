@@ -145,3 +145,74 @@ def test_llamacpp_flags_for_injected_and_real_acceptance() -> None:
 def test_acceptance_list_cli() -> None:
     r = harness("acceptance", "list", "--model", "kimi-k2.5")
     assert r.returncode == 0 and "16 rows" in r.stdout and "eagle3" in r.stdout
+
+
+# A golden curve, a model-card value and two harness calibrations of one key (smollm2-135m,
+# draft_model, k=2, thinking off), plus a calibration of another key.
+def _row(file, al, kind, measured_on="", k=2, source="s"):
+    return AcceptanceRow("smollm2-135m", "draft_model", k, "off", al, source=source,
+                         source_kind=kind, measured_on=measured_on, file=file)
+
+
+MIXED = [
+    _row("calibrated.csv:2", 2.9, "calibration (real acceptance)", "2026-11-30"),
+    _row("calibrated.csv:3", 2.7, "calibration (real acceptance)", "2026-12-01"),
+    _row("calibrated.csv:4", 3.1, "calibration (real acceptance)", "2026-12-01", k=3),
+    _row("published.csv:2", 2.2, "model card"),
+    _row("published.csv:3", 2.4, "InferenceX golden AL curve (measured real acceptance)",
+         source="https://github.com/SemiAnalysisAI/InferenceX/x.yaml"),
+]
+
+
+def test_lookup_prefers_the_golden_row_and_never_a_calibration_unless_asked() -> None:
+    assert lookup(MIXED, "smollm2-135m", "draft_model", 2, False).file == "published.csv:3"
+    assert lookup(MIXED[:-1], "smollm2-135m", "draft_model", 2, False).file == "published.csv:2"
+    # calibrations only by name: `calibrated` (newest first) or one row's file:line
+    assert lookup(MIXED, "smollm2-135m", "draft_model", 2, False,
+                  source="calibrated").file == "calibrated.csv:3"
+    assert lookup(MIXED, "smollm2-135m", "draft_model", 2, False,
+                  source="calibrated.csv:2").al == 2.9
+    with pytest.raises(KeyError, match=r"is smollm2-135m / draft_model / k=3"):
+        lookup(MIXED, "smollm2-135m", "draft_model", 2, False, source="calibrated.csv:4")
+    with pytest.raises(KeyError, match=r"no acceptance row calibrated\.csv:9"):
+        lookup(MIXED, "smollm2-135m", "draft_model", 2, False, source="calibrated.csv:9")
+    # only a calibration has k=3: the published lookup fails and says how to use it
+    with pytest.raises(KeyError) as ei:
+        lookup(MIXED, "smollm2-135m", "draft_model", 3, False)
+    assert "among the published rows" in ei.value.args[0]
+    assert "speculator.acceptance.source=calibrated or =calibrated.csv:4" in ei.value.args[0]
+
+
+def _agentic(*extra):
+    return _sc("scenarios=agentic-weka-cpu", "speculator=draft_model", "speculator.k=2",
+               *extra)
+
+
+def test_the_point_records_which_row_it_injected() -> None:
+    plan = resolve(_agentic(), can_inject=True, where="w", table=MIXED)
+    assert plan.length == 2.4
+    assert plan.source.startswith("table published.csv:3: smollm2-135m / draft_model / k=2 / "
+                                  "thinking off = AL 2.4 [InferenceX golden AL curve")
+    assert plan.fields()["spec_acceptance_source"] == plan.source
+    cal = resolve(_agentic("speculator.acceptance.source=calibrated"), True, "w", MIXED)
+    assert (cal.length, cal.source.split(":")[:2]) == (2.7, ["table calibrated.csv", "3"])
+    assert "[calibration (real acceptance)]" in cal.source
+    named = resolve(_agentic("speculator.acceptance.source=calibrated.csv:2"), True, "w", MIXED)
+    assert named.length == 2.9 and named.source.startswith("table calibrated.csv:2: ")
+    # the shipped table: a golden row, named with its file:line and source kind
+    real = resolve(_sc("scenarios=agentic-weka", "speculator=mtp", "speculator.k=3",
+                       "engine=endpoint", "engine.url=http://x", "model=deepseek-r1",
+                       "model.name=glm-5.2", "thinking=true"), True, "w")
+    assert real.source.startswith("table published.csv:") and "golden" in real.source
+
+
+def test_a_bad_or_missing_acceptance_source_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as ei:
+        resolve(_agentic("speculator.acceptance.source=latest"), True, "w", MIXED)
+    assert ei.value.key == "speculator.acceptance.source" and "file:line" in ei.value.fix
+    with pytest.raises(ConfigError) as ei:
+        resolve(_agentic("speculator.acceptance.source=calibrated.csv:4"), True, "w", MIXED)
+    assert ei.value.key == "speculator.acceptance.source" and "k=3" in ei.value.problem
+    with pytest.raises(ConfigError, match="nearest entries") as ei:
+        resolve(_agentic("speculator.k=3"), True, "w", MIXED)
+    assert "source=calibrated" in ei.value.problem

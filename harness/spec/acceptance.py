@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,24 @@ class AcceptanceRow:
     notes: str = ""
     measured_on: str = ""
     file: str = ""
+
+    @property
+    def calibrated(self) -> bool:
+        """A harness calibration (dated), not a published value. Published rows win lookups;
+        a calibration is used only when a recipe names it (`speculator.acceptance.source`)."""
+        return bool(self.measured_on) or self.source_kind.lower().startswith("calibration")
+
+    @property
+    def golden(self) -> bool:
+        """One of InferenceX's golden AL curves (the reference the fairness rule fixes)."""
+        kind = self.source_kind.lower()
+        return not self.calibrated and ("golden" in kind or "inferencex" in kind)
+
+    def describe(self) -> str:
+        """The row, its kind of source and where it is: what a point records as its source."""
+        return (f"table {self.file}: {self.model} / {self.speculator} / k={self.k} / thinking "
+                f"{self.thinking} = AL {self.al:g} [{self.source_kind or 'unstated'}] "
+                f"{self.source}").rstrip()
 
 
 def load_table(directory: Path = TABLE_DIR) -> list[AcceptanceRow]:
@@ -67,40 +86,83 @@ def _thinking(value: bool | None) -> str:
     return "n/a" if value is None else ("on" if value else "off")
 
 
+# `speculator.acceptance.source`: which rows a lookup may use. A named row (`file:line`, as
+# `harness acceptance list` prints it) pins one measurement, e.g. calibrated.csv:3.
+SOURCES = ("published", "calibrated")
+ROW_REF = re.compile(r"^[\w.+-]+\.csv:\d+$")
+
+
+def _matches(r: AcceptanceRow, model: str, speculator: str, k: int, want: str) -> bool:
+    return ((r.model, r.speculator, r.k) == (model, speculator, k)
+            and r.thinking in (want, "n/a"))
+
+
 def lookup(table: list[AcceptanceRow], model: str, speculator: str, k: int,
-           thinking: bool | None, precision: str = "", draft: str = "") -> AcceptanceRow:
-    """The row for this key; thinking-specific rows first, then `n/a` rows. Ties prefer a
-    matching precision and draft, calibrations, golden curves, then coding datasets."""
+           thinking: bool | None, precision: str = "", draft: str = "",
+           source: str = "published") -> AcceptanceRow:
+    """The row for this key among the rows `source` allows: `published` (default; golden
+    curves first, calibrations never, so a local measurement cannot silently displace the
+    reference every submission is held to), `calibrated` (harness calibrations only, newest
+    first), or one row by `file:line`. Thinking-specific rows before `n/a` rows; ties prefer
+    a matching precision and draft, then coding datasets. KeyError names the nearest rows."""
     want = _thinking(thinking)
-    cands = [r for r in table if (r.model, r.speculator, r.k) == (model, speculator, k)
-             and (r.thinking == want or r.thinking == "n/a")]
+    if ROW_REF.match(source):
+        return _named_row(table, source, model, speculator, k, want)
+    if source not in SOURCES:
+        raise ValueError(f"unknown acceptance source {source!r}: use published, calibrated "
+                         "or a row as file:line (e.g. calibrated.csv:3)")
+    cands = [r for r in table if r.calibrated == (source == "calibrated")
+             and _matches(r, model, speculator, k, want)]
     if not cands:
-        raise KeyError(nearest(table, model, speculator, k, want))
+        raise KeyError(nearest(table, model, speculator, k, want, source))
 
     def rank(r: AcceptanceRow) -> tuple[int, ...]:
         return (
             r.thinking != want,
             bool(precision) and bool(r.precision) and r.precision != precision,
             bool(draft) and draft.lower() not in r.draft.lower(),
-            not r.measured_on,
-            "golden" not in r.source_kind.lower(),
+            not r.golden,
             not any(w in r.dataset.lower() for w in ("coding", "humaneval", "swe-agent")),
         )
 
-    return sorted(cands, key=rank)[0]
+    newest_first = sorted(cands, key=lambda r: r.measured_on, reverse=True)
+    return sorted(newest_first, key=rank)[0]  # stable: the newest calibration breaks ties
+
+
+def _named_row(table: list[AcceptanceRow], ref: str, model: str, speculator: str, k: int,
+               want: str) -> AcceptanceRow:
+    """The row at `ref` (file:line), which must be for this point's key: naming a row pins
+    a measurement, it does not borrow one from another model or draft length."""
+    row = next((r for r in table if r.file == ref), None)
+    if row is None:
+        files = sorted({r.file.split(":")[0] for r in table})
+        raise KeyError(f"no acceptance row {ref} (files: {', '.join(files)}; `harness "
+                       "acceptance list` prints every row's file:line)")
+    if not _matches(row, model, speculator, k, want):
+        raise KeyError(f"acceptance row {ref} is {row.model} / {row.speculator} / k={row.k} / "
+                       f"thinking {row.thinking}, not this point's {model} / {speculator} / "
+                       f"k={k} / thinking {want}")
+    return row
 
 
 def nearest(table: list[AcceptanceRow], model: str, speculator: str, k: int,
-            thinking: str) -> str:
+            thinking: str, source: str = "published") -> str:
     def dist(r: AcceptanceRow) -> tuple[int, int, int, int]:
         return (r.model != model, r.speculator != speculator, abs(r.k - k),
                 r.thinking != thinking)
 
     near = sorted(table, key=dist)[:5]
-    lines = [f"  {r.model} / {r.speculator} / k={r.k} / thinking {r.thinking}: AL {r.al}"
-             for r in near]
+    lines = [f"  {r.model} / {r.speculator} / k={r.k} / thinking {r.thinking}: AL {r.al} "
+             f"({'calibrated' if r.calibrated else 'published'}, {r.file})" for r in near]
+    other = [r for r in table if r.calibrated != (source == "calibrated")
+             and _matches(r, model, speculator, k, thinking)]
+    if other:  # the key exists, only among the rows this source leaves out: say how to use it
+        alt = "published" if source == "calibrated" else "calibrated"
+        lines.append(f"  (a {alt} row has this key: speculator.acceptance.source={alt} or "
+                     f"={other[0].file})")
     return (f"no acceptance length for model {model!r}, speculator {speculator!r}, k={k}, "
-            f"thinking {thinking}; nearest entries:\n" + "\n".join(lines))
+            f"thinking {thinking} among the {source} rows; nearest entries:\n"
+            + "\n".join(lines))
 
 
 def synthetic_rates(al: float, k: int) -> list[float]:
@@ -121,7 +183,7 @@ def synthetic_rates(al: float, k: int) -> list[float]:
 class AcceptancePlan:
     mode: str  # none | real | injected
     length: float | None = None  # the AL requested (injected)
-    source: str = ""  # "explicit" or "table <file:line>: <source>"
+    source: str = ""  # "explicit", or AcceptanceRow.describe(): file:line, key, source kind
     representative: bool = True  # False: real acceptance on synthetic agentic content
 
     def fields(self) -> dict[str, object]:
@@ -165,23 +227,38 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
     if spec.acceptance.length is not None:
         al, source = float(spec.acceptance.length), "explicit"
     else:
-        thinking = sc.effective_thinking()
-        try:
-            row = lookup(table if table is not None else load_table(), sc.model.name,
-                         spec.method, spec.k, thinking,
-                         precision=sc.precision or sc.model.default_precision,
-                         draft=spec.draft_model or "")
-        except KeyError as e:
-            raise ConfigError(where, "speculator.acceptance.length", str(e.args[0]),
-                              "add a row to recipes/acceptance/ (harness calibrate writes "
-                              "them) or set speculator.acceptance.length explicitly") from None
-        al, source = row.al, f"table {row.file}: {row.source or row.source_kind}"
+        row = _table_row(sc, where, table)
+        al, source = row.al, row.describe()
     try:
         synthetic_rates(al, spec.k)
     except ValueError as e:
         raise ConfigError(where, "speculator.acceptance.length", str(e),
                           f"an AL between 1 and k+1 = {spec.k + 1}") from None
     return AcceptancePlan("injected", al, source)
+
+
+def _table_row(sc: SweepConfig, where: str, table: list[AcceptanceRow] | None
+               ) -> AcceptanceRow:
+    """The table row a point injects, from the rows `speculator.acceptance.source` allows."""
+    spec = sc.speculator
+    source = spec.acceptance.source
+    if source not in SOURCES and not ROW_REF.match(source):
+        raise ConfigError(where, "speculator.acceptance.source",
+                          f"unknown acceptance source {source!r}",
+                          "use published (the default), calibrated, or one row as file:line "
+                          "(e.g. calibrated.csv:3; `harness acceptance list` shows them)")
+    try:
+        return lookup(table if table is not None else load_table(), sc.model.name,
+                      spec.method, spec.k, sc.effective_thinking(),
+                      precision=sc.precision or sc.model.default_precision,
+                      draft=spec.draft_model or "", source=source)
+    except KeyError as e:
+        key = ("speculator.acceptance.source" if ROW_REF.match(source)
+               else "speculator.acceptance.length")
+        raise ConfigError(where, key, str(e.args[0]),
+                          "add a row to recipes/acceptance/ (harness calibrate writes "
+                          "calibrations; speculator.acceptance.source=calibrated uses them) "
+                          "or set speculator.acceptance.length explicitly") from None
 
 
 # Drafters that propose from text already seen (prompt/output n-grams). The harness's agentic
