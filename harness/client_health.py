@@ -48,16 +48,10 @@ class HealthProbe:
     builds one), so that this module needs nothing from the client's.
     """
 
-    def __init__(self, meter: InflightMeter, max_stamp_err_ms: float | None = None,
-                 max_cpu_share: float | None = None) -> None:
+    def __init__(self, meter: InflightMeter, max_stamp_err_ms: float = 1.0,
+                 max_cpu_share: float = 0.95) -> None:
         self.meter = meter
-        # Transitional: a caller passing only the client gets its settings' thresholds (duck
-        # typed, no import); pass them explicitly, or use StreamingClient.health_probe().
-        settings = getattr(meter, "settings", None)
-        self.max_stamp_err_ms = (max_stamp_err_ms if max_stamp_err_ms is not None
-                                 else getattr(settings, "max_stamp_err_ms", 1.0))
-        self.max_cpu_share = (max_cpu_share if max_cpu_share is not None
-                              else getattr(settings, "max_cpu_share", 0.95))
+        self.max_stamp_err_ms, self.max_cpu_share = max_stamp_err_ms, max_cpu_share
         self._lags: list[float] = []
         self._task: asyncio.Task[None] | None = None
         self._cpu0 = 0.0

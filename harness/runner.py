@@ -69,7 +69,7 @@ def client_settings(sc: SweepConfig, keep_alive: bool) -> ClientSettings:
         base_url="", timeout_s=sc.client.timeout_s, stall_timeout_s=sc.client.stall_timeout_s,
         api_key_env=sc.engine.api_key_env, strict_sse=sc.client.strict_sse,
         max_stamp_err_ms=sc.client.max_stamp_err_ms, max_cpu_share=sc.client.max_cpu_share,
-        keep_alive=keep_alive)
+        max_event_bytes=sc.client.max_event_bytes, keep_alive=keep_alive)
 
 
 def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,

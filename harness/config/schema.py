@@ -149,6 +149,9 @@ class ClientConfig:
     strict_sse: bool = False
     max_stamp_err_ms: float = 1.0
     max_cpu_share: float = 0.95
+    # An SSE event larger than this fails its request with a reason (a server that never ends
+    # an event would otherwise grow the client's buffer without bound).
+    max_event_bytes: int = 4 << 20
 
 
 @dataclass

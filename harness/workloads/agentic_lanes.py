@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.client import PhaseResult, StreamingClient, run_async
-from harness.client_health import HealthProbe
 from harness.config.errors import ConfigError
 from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.config.validate import CONTEXT_MARGIN
@@ -125,7 +124,7 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
             replayer = Replayer(client, w.traces, level.concurrency, rs, w.prompts, w.body,
                                 w.overhead, level.seed + level.repeat, on_done,
                                 salt_prefix=level.point_id)
-            probe = HealthProbe(client)
+            probe = client.health_probe()
             replayer.on_measured_start = lambda: (box.setdefault("before", target.scrape()),
                                                   probe.start())
             result = await replayer.run()

@@ -240,10 +240,7 @@ def measure_closed_loop(target: Target, warmup: list[RequestSpec], measured: lis
                         concurrency: int, on_done: OnDone = None) -> Measurement:
     """Warmup (excluded from every metric), a /metrics scrape, the measured phase, a scrape."""
     from harness.client import PhaseResult, StreamingClient, run_async
-    try:  # TODO(integration): closed_loop.py is being split out of the client
-        from harness.workloads.closed_loop import run_closed_loop
-    except ImportError:
-        from harness.client import run_closed_loop  # type: ignore[attr-defined,no-redef]
+    from harness.workloads.closed_loop import run_closed_loop
 
     settings = dataclasses.replace(target.settings, base_url=target.base_url)
 

@@ -21,7 +21,6 @@ import numpy as np
 import orjson
 
 from harness.client import PhaseResult, StreamingClient, run_async
-from harness.client_health import HealthProbe
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.records import RequestSpec
@@ -140,7 +139,7 @@ def run_schedule(schedule: list[tuple[float, RequestSpec]], target: Target,
 
     async def go() -> tuple[list, float, float, float, Any]:
         async with StreamingClient(settings) as client:
-            probe = HealthProbe(client)
+            probe = client.health_probe()
             probe.start()
             start_wall, t0 = time.time(), time.perf_counter()
 
