@@ -244,14 +244,11 @@ class RunDir:
     def write_provenance(self, repo: Path, argv: list[str]) -> dict[str, Any]:
         path = self.root / "run.json"
         prov: dict[str, Any] = {}
-        if path.is_file():
-            try:
-                prov = json.loads(path.read_text())
-            except ValueError:
-                # a run.json nobody can parse must not stop the sweep; the old one is kept
-                # beside it rather than overwritten
-                os.replace(path, path.with_name(f"run.json.unreadable.{int(time.time())}"))
-                log.warning("%s was unreadable; kept it as run.json.unreadable.*", path)
+        try:
+            if path.is_file():
+                prov = _read_provenance(path)
+        except OSError as e:
+            raise _write_error(path, e) from e
         prov.setdefault("run_id", self.root.name)
         prov.setdefault("created_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         invocations = prov.setdefault("invocations", [])
@@ -337,6 +334,20 @@ class RunDir:
 
     def server_log(self, launch_id: str) -> Path:
         return self.root / "servers" / f"{safe_name(launch_id)}.log"
+
+
+def _read_provenance(path: Path) -> dict[str, Any]:
+    """run.json, or {} when it cannot be parsed: the unreadable one is kept beside it
+    (run.json.unreadable.<time>) rather than overwritten, and the sweep goes on."""
+    try:
+        prov = json.loads(path.read_bytes())
+        if isinstance(prov, dict) and isinstance(prov.get("invocations", []), list):
+            return prov
+    except ValueError:
+        pass
+    os.replace(path, path.with_name(f"run.json.unreadable.{int(time.time())}"))
+    log.warning("%s was unreadable; kept it as run.json.unreadable.*", path)
+    return {}
 
 
 def _write_all(fd: int, data: bytes) -> None:

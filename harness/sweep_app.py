@@ -65,6 +65,9 @@ def sweep(cfg: DictConfig) -> None:
         print(f"harness: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     global current_run
+    # A full disk must not turn every later log call (Hydra logs to a file in the run
+    # directory) into a traceback: the failed results write reports it, once.
+    logging.raiseExceptions = False
     try:
         run = RunDir.open(sc.results_dir, sc.run_id)
         run.lock()  # one writer per run directory; held until this process exits

@@ -297,3 +297,12 @@ def test_results_dir_read_only_is_a_config_error(tiny_fs) -> None:
     subprocess.run(["mount", "-o", "remount,ro", str(tiny_fs)], check=True)  # nothing open
     e = _config_error([f"++results_dir={tiny_fs}/results"])
     assert e.key == "results_dir" and "not writable" in e.problem
+
+
+def test_an_unreadable_run_json_is_kept_aside_not_overwritten(tmp_path) -> None:
+    run = RunDir.open(tmp_path, "r")
+    (run.root / "run.json").write_bytes(b'{"invocations": [torn')
+    prov = run.write_provenance(Path.cwd(), ["again"])
+    assert [i["argv"] for i in prov["invocations"]] == [["again"]]
+    (kept,) = run.root.glob("run.json.unreadable.*")
+    assert kept.read_bytes() == b'{"invocations": [torn'
