@@ -96,5 +96,5 @@ def test_bad_rows_are_a_clear_error(tmp_path) -> None:
     with open(ROWS) as f:
         row = json.load(f)[0]
     bad.write_text(json.dumps([{**row, "hardware": "tpu9"}]))
-    with pytest.raises(IngestError, match="row 0: unknown hardware 'tpu9' \\(known: .*b200"):
+    with pytest.raises(IngestError, match=r"row 0: unknown hardware 'tpu9' \(known: .*b200"):
         ingest(bad, tmp_path / "out2")

@@ -273,22 +273,7 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"use one of {model.precisions} or add it to "
                           f"recipes/model/{model.name}.yaml")
     if sc_.kind == "fixed":
-        if sc_.isl < 1 or sc_.osl < 1:
-            raise ConfigError(where("scenario.isl"), "scenario.isl",
-                              "fixed-sequence scenarios need isl and osl >= 1",
-                              "set scenario.isl and scenario.osl")
-        need = sc_.isl + sc_.osl + CONTEXT_MARGIN
-        if need > model.context_length:
-            raise ConfigError(
-                where("scenario.isl"), "scenario.isl",
-                f"ISL {sc_.isl} + OSL {sc_.osl} + {CONTEXT_MARGIN} margin = {need} tokens "
-                f"exceeds {model.name}'s context of {model.context_length}",
-                "pick a shorter scenario (e.g. scenarios=fixed-1k128 for small models) or a "
-                "model with a longer context",
-            )
-        if not 0 < sc_.range_ratio <= 1:
-            raise ConfigError(where("scenario.range_ratio"), "scenario.range_ratio",
-                              "range_ratio must be in (0, 1]", "InferenceX uses 0.8")
+        _check_fixed(sc, where)
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
                           "use completions or chat")
@@ -324,6 +309,27 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("engine.url"), "engine.url",
                           "engine=endpoint needs the URL of a running server",
                           "add engine.url=http://host:port")
+
+
+def _check_fixed(sc: SweepConfig, where: Locator) -> None:
+    """A fixed-sequence shape the model can serve."""
+    sc_, model = sc.scenario, sc.model
+    if sc_.isl < 1 or sc_.osl < 1:
+        raise ConfigError(where("scenario.isl"), "scenario.isl",
+                          "fixed-sequence scenarios need isl and osl >= 1",
+                          "set scenario.isl and scenario.osl")
+    need = sc_.isl + sc_.osl + CONTEXT_MARGIN
+    if need > model.context_length:
+        raise ConfigError(
+            where("scenario.isl"), "scenario.isl",
+            f"ISL {sc_.isl} + OSL {sc_.osl} + {CONTEXT_MARGIN} margin = {need} tokens "
+            f"exceeds {model.name}'s context of {model.context_length}",
+            "pick a shorter scenario (e.g. scenarios=fixed-1k128 for small models) or a "
+            "model with a longer context",
+        )
+    if not 0 < sc_.range_ratio <= 1:
+        raise ConfigError(where("scenario.range_ratio"), "scenario.range_ratio",
+                          "range_ratio must be in (0, 1]", "InferenceX uses 0.8")
 
 
 def repo_root() -> Path:
