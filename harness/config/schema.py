@@ -70,6 +70,9 @@ class EngineConfig:
     threads: int | None = None  # CPU engines: compute threads (None = all cores)
     url: str | None = None  # endpoint: an OpenAI-compatible server that is already running
     api_key_env: str | None = None  # endpoint: environment variable holding the API key
+    # endpoint: the engine behind the URL, for its metrics names and path (vllm, sglang,
+    # trtllm, atom, llamacpp); None = recognised from the names its /metrics shows
+    family: str | None = None
     python: str | None = None  # interpreter that runs the engine (None = this one)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.engines.base import EngineAdapter, EngineConfigError, LaunchPlan, Locate
+from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
 
 
 class EndpointAdapter(EngineAdapter):
@@ -18,6 +19,18 @@ class EndpointAdapter(EngineAdapter):
             raise ConfigError(where("engine.url"), "engine.url",
                               "engine=endpoint needs the URL of a running server",
                               "add engine.url=http://host:port")
+        family = sc.engine.family
+        if family is not None and (family == "endpoint" or family not in ENGINE_COUNTERS):
+            known = sorted(k for k in ENGINE_COUNTERS if k != "endpoint")
+            raise ConfigError(where("engine.family"), "engine.family",
+                              f"no engine family {family!r}",
+                              f"use one of {', '.join(known)}, or leave it unset to recognise "
+                              "the engine from its /metrics")
+
+    @property
+    def counters(self) -> EngineCounters:
+        """The named family's metrics, else every known engine's (recognised per scrape)."""
+        return ENGINE_COUNTERS[self.sc.engine.family or "endpoint"]
 
     @property
     def launches(self) -> bool:

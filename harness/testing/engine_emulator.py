@@ -62,6 +62,7 @@ class Options:
     model: str = "emulated"
     decode_log_interval: int = 40
     sglang_verify_counter: bool = False
+    tokenizer: str = ""  # a tokenizer.json: count prompt tokens as the real engine would
 
 
 @dataclass
@@ -145,6 +146,16 @@ class Emulator:
         self.iterations = 0
         self.created = time.time()
         self.tasks: list[asyncio.Task] = []
+        self.tok = None
+        if o.tokenizer:
+            from tokenizers import Tokenizer
+
+            self.tok = Tokenizer.from_file(o.tokenizer)
+
+    def count(self, text: str) -> int:
+        if self.tok is not None:
+            return len(self.tok.encode(text, add_special_tokens=False).ids)
+        return max(1, len(text.split()))
 
     def inc(self, key: str, v: float = 1.0, rank: Rank | None = None) -> None:
         d = rank.c if rank is not None else self.c
@@ -272,7 +283,7 @@ class Emulator:
         else:
             p = body.get("prompt", "")
             text = " ".join(map(str, p)) if isinstance(p, list) else str(p)
-        req = Req(prompt_tokens=max(1, len(text.split())),
+        req = Req(prompt_tokens=self.count(text),
                   max_tokens=max(1, int(body.get("max_tokens") or 16)))
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
         if not body.get("stream"):
@@ -538,9 +549,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--decode-log-interval", type=int, default=40, help="SGLang's default 40")
     p.add_argument("--sglang-verify-counter", action="store_true",
                    help="SGLang: also export the newer sglang:spec_verify_calls_total")
+    p.add_argument("--tokenizer", default="", help="tokenizer.json to count prompt tokens")
     a = p.parse_args(argv)
     o = Options(a.engine, a.dp, a.al, a.k, a.al_bias, a.seed, a.step_ms, a.ttft_ms, a.model,
-                a.decode_log_interval, a.sglang_verify_counter)
+                a.decode_log_interval, a.sglang_verify_counter, a.tokenizer)
     asyncio.run(_serve(a.port, o))
 
 
