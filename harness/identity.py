@@ -22,7 +22,8 @@ def engine_settings_hash(sc: SweepConfig) -> str:
     the key's variable, timeouts, the declared version, nor the image or interpreter: a new
     image or build is exactly what a gate compares, so it must not make points incomparable."""
     e = dataclasses.asdict(sc.engine)
-    for k in ("url", "api_key_env", "startup_timeout_s", "version", "image", "python"):
+    for k in ("url", "api_key_env", "startup_timeout_s", "version", "image", "python", "host",
+              "family"):
         e.pop(k, None)
     return _digest(e)[:10]
 
@@ -55,7 +56,9 @@ def point_identity(sc: SweepConfig, concurrency: int, repeat: int,
         "ep": topo.ep,
         "dp_attention": topo.dp_attention,
         "pp": topo.pp,
+        "pcp": topo.pcp,
         "gpus": gpus_of(sc),
+        "disagg": topo.prefill_gpus > 0 and topo.decode_gpus > 0,
         "scenario": scen.name,
         "scenario_kind": scen.kind,
         "scenario_settings": scenario_settings_hash(sc),

@@ -57,10 +57,11 @@ class PointIdentity:
     thinking: bool | None = None
     repeat: int = 0
     disagg: bool = False  # prefill and decode on separate GPU pools
+    pcp: int = 1  # prefill context parallelism
 
     # Fields that did not exist when point ids were first hashed: left out of the hash while
     # they hold their default, so the ids of earlier runs stay what they were.
-    _LATER = ("disagg",)
+    _LATER = ("disagg", "pcp")
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -17,6 +17,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from harness.client import STALL_ERROR, ClientSettings
+from harness.config.launches import launches
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
 from harness.engines.registry import adapter_class, make_adapter
@@ -82,21 +83,37 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
     body = stream_body(adapter.served_model_name, dict(sc.scenario.sampling),
                        adapter.request_extras())
     workload.prepare([p.level for p in todo], body)
+    t = sc.topology
+    gpus = GpuCount(gpus_of(sc), t.prefill_gpus, t.decode_gpus)
     return JobContext(sc, sc.run_id, name, adapter, workload, run_seed(sc),
-                      git_revision(repo), settings_for(sc), GpuCount(gpus_of(sc)))
+                      git_revision(repo), settings_for(sc), gpus)
 
 
 def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
             where: Locate | None = None) -> list[PointRecord]:
-    """Run every pending point of one recipe. Returns the point records written."""
+    """Run every pending point of one recipe, launch by launch (harness.config.launches).
+    Every launch's acceptance plan is resolved before the first engine starts."""
     locate = where or (lambda key: f"the {key.split('.')[0]} recipe")
-    plan = acceptance.resolve(sc, bool(sc.engine.can_inject_acceptance),
-                              locate("speculator.acceptance.mode"))
+    plans = [(launch, acceptance.resolve(launch.sc, bool(sc.engine.can_inject_acceptance),
+                                         locate("speculator.acceptance.mode")))
+             for launch in launches(sc)]
+    written: list[PointRecord] = []
+    for launch, plan in plans:
+        job = f"{name}-{launch.tag}" if launch.tag else name
+        written += run_launch(launch.sc, run, job, repo, locate, plan)
+    print_summary([r.flat() for r in written])
+    return written
+
+
+def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,
+               plan: AcceptancePlan) -> list[PointRecord]:
+    """One engine launch: its pending points, each on disk before the next begins."""
     planned = plan_points(sc, plan)
     done = set() if sc.fresh else run.completed_ids()
     todo = [p for p in planned if p.level.point_id not in done]
     if len(todo) < len(planned):
-        print(f"resuming: {len(planned) - len(todo)} of {len(planned)} points already complete")
+        print(f"resuming {name}: {len(planned) - len(todo)} of {len(planned)} points "
+              "already complete")
     if not todo:
         return []
     ctx = prepare_job(sc, run, name, repo, locate, todo, plan)
@@ -111,7 +128,6 @@ def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
                 print(f"engine failed during {p.level.point_id} "
                       f"({record.reasons[0].splitlines()[0]}); restarting it")
                 eng.restart()
-    print_summary([r.flat() for r in written])
     return written
 
 

@@ -74,6 +74,15 @@ class EngineConfig:
     # trtllm, atom, llamacpp); None = recognised from the names its /metrics shows
     family: str | None = None
     python: str | None = None  # interpreter that runs the engine (None = this one)
+    # The server command as the upstream script runs it (InferenceX catalog recipes): argv
+    # with {model} {port} {host} {tp} {ep} {pp} {dp} {conc} {isl} {osl} {max_model_len}
+    # placeholders, used instead of the adapter's own flags; the adapter adds only what
+    # measurement needs (its metrics, injected acceptance). Empty: the adapter's flags.
+    argv_template: list[str] = field(default_factory=list)
+    host: str = "127.0.0.1"  # address a launched server binds (0.0.0.0: clients elsewhere)
+    # TensorRT-LLM: the extra-options YAML as the upstream script writes it (merged over the
+    # adapter's own options; with argv_template, used as it is plus the metrics keys)
+    extra_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,8 +91,6 @@ class AcceptanceConfig:
 
     mode: str = "auto"  # auto | real | injected
     length: float | None = None  # explicit AL; None = look it up in the acceptance table
-    # Tolerance on realised vs requested AL before an injected point is invalid.
-    tolerance: float = 0.02
     # An injected point verifies when its realised AL lies in the interval the injected
     # distribution allows at this two-sided confidence for the draws it made...
     confidence: float = 0.999
@@ -134,6 +141,8 @@ class ScenarioConfig:
     idle_cap_s: float = 10.0  # longest gap while nothing is in flight anywhere
     tree_cap_s: float = 300.0  # longest single wait inside a session tree
     warmup_probes: int = 2  # one-token requests per lane after its warmup turn
+    # timestamped replay: the recorded arrival times divided by this (x the point's load level)
+    speedup: float = 1.0
     description: str = ""
 
 
@@ -143,6 +152,27 @@ class TopologyConfig:
     ep: int = 1
     dp_attention: bool = False
     pp: int = 1
+    pcp: int = 1  # prefill context parallelism: more GPUs per worker (GPUs = tp x pp x pcp)
+    # Disaggregated serving: GPUs of the prefill and decode pools (0 = aggregated). Then the
+    # point's GPUs are prefill + decode, output throughput is per decode GPU and input per
+    # prefill GPU, as InferenceX counts its disaggregated rows.
+    prefill_gpus: int = 0
+    decode_gpus: int = 0
+
+
+@dataclass
+class SearchRow:
+    """One row of a catalog recipe's search space: a topology and the concurrencies it serves
+    (InferenceX `configs/*-master.yaml` search-space entries)."""
+
+    tp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    pp: int = 1
+    concurrency: list[int] = field(default_factory=list)
+    speculator_k: int | None = None  # this row's draft length, when it differs from the recipe's
+    extra_args: list[str] = field(default_factory=list)  # appended to engine.extra_args
+    env: dict[str, str] = field(default_factory=dict)  # added to engine.env
 
 
 @dataclass
@@ -174,6 +204,12 @@ class SweepConfig:
     run_id: str = MISSING
     results_dir: str = "results"
     fresh: bool = False  # ignore points already in the run directory
+    # A catalog recipe's rows: each a topology with its concurrencies, one launch each (empty:
+    # the sweep's own topology and concurrency list).
+    search_space: list[SearchRow] = field(default_factory=list)
+    # Start the engine afresh for every concurrency value, as InferenceX's jobs do (one job per
+    # concurrency); false: one launch serves every concurrency of a topology.
+    relaunch_per_concurrency: bool = False
 
     def effective_thinking(self) -> bool | None:
         """The recipe's thinking mode, else the model's default."""

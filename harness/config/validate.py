@@ -15,11 +15,10 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from harness.config.errors import ConfigError, did_you_mean
+from harness.config.locations import CONTEXT_MARGIN
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
-SCENARIO_KINDS = ("fixed", "agentic")
-CONTEXT_MARGIN = 256  # tokens beyond ISL+OSL a server is sized for (chat template, BOS)
 # Bounds that keep a typo from building prompts for minutes before anything is measured:
 # InferenceX's largest load level is 1024; 4096 leaves room for big multi-node recipes.
 MAX_CONCURRENCY = 4096
@@ -29,9 +28,9 @@ MAX_REQUESTS_PER_JOB = 250_000  # fixed-sequence prompts one job builds (warmup 
 
 def engine_kinds() -> tuple[str, ...]:
     """The engine kinds the adapter registry knows (imported here, not copied: one list)."""
-    from harness.engines import registry  # lazy: registry -> engines.base -> spec -> config
+    from harness.engines.registry import ENGINE_KINDS  # lazy: the registry names adapters
 
-    return tuple(registry._ADAPTERS)
+    return ENGINE_KINDS
 
 
 class Locator:
@@ -110,7 +109,12 @@ def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
     assert isinstance(sc, SweepConfig)
     check_run_location(sc.results_dir, sc.run_id, where)
     check_ranges(sc, where)
-    check_combinations(sc, where)
+    if sc.search_space:  # a catalog recipe: every row is checked as a recipe of its own
+        from harness.config.launches import launches
+
+        launches(sc, check=lambda one: check_combinations(one, where))
+    else:
+        check_combinations(sc, where)
     return sc
 
 
@@ -125,8 +129,12 @@ def _type_fix(full_key: str) -> str:
 
 
 def gpus_of(sc: SweepConfig) -> int:
-    """GPU count of a single-node point: tp x pp (methodology §1; ep and dp reuse them)."""
-    return sc.topology.tp * sc.topology.pp
+    """GPUs of a point (docs/methodology.md §1): prefill + decode pools when disaggregated,
+    else tp x pp x pcp (ep and attention data parallelism reuse the same GPUs)."""
+    t = sc.topology
+    if t.prefill_gpus > 0 and t.decode_gpus > 0:
+        return t.prefill_gpus + t.decode_gpus
+    return t.tp * t.pp * t.pcp
 
 
 def results_dir_problem(results_dir: str, run_id: str = "") -> str | None:
@@ -185,7 +193,13 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
     "speculator.ngram_min": (1, None, False, "e.g. speculator.ngram_min=2"),
     "speculator.ngram_max": (1, None, False, "e.g. speculator.ngram_max=4"),
     "speculator.acceptance.length": (1, None, False, "an acceptance length is >= 1"),
-    "speculator.acceptance.tolerance": (0, 1, False, "e.g. 0.02 (2%)"),
+    "speculator.acceptance.confidence": (0, 1, True, "e.g. 0.999 (two-sided)"),
+    "speculator.acceptance.min_drafts": (1, None, False, "e.g. 200"),
+    "topology.pcp": (1, None, False, "e.g. topology.pcp=1"),
+    "topology.prefill_gpus": (0, None, False, "0 = aggregated serving"),
+    "topology.decode_gpus": (0, None, False, "0 = aggregated serving"),
+    "scenario.speedup": (0, None, True, "e.g. scenario.speedup=10 (timestamped replay)"),
+    "client.max_event_bytes": (1024, None, False, "e.g. client.max_event_bytes=4194304"),
     "scenario.requests_per_conc": (1, 10_000, False, "e.g. scenario.requests_per_conc=10"),
     "scenario.warmup_per_conc": (0, 10_000, False, "e.g. scenario.warmup_per_conc=2"),
     "scenario.min_success": (0, 1, False, "a share in [0, 1], e.g. 0.95"),
@@ -259,6 +273,8 @@ def check_concurrency(sc: SweepConfig, where: Locator) -> None:
 def check_combinations(sc: SweepConfig, where: Locator) -> None:
     """Rules that involve more than one file. Each names the key to change and how."""
     sc_, eng, spec, model = sc.scenario, sc.engine, sc.speculator, sc.model
+    from harness.workloads.registry import WORKLOAD_KINDS as SCENARIO_KINDS
+
     if sc_.kind not in SCENARIO_KINDS:
         raise ConfigError(where("scenario.kind"), "scenario.kind", f"unknown kind {sc_.kind!r}",
                           f"use one of {SCENARIO_KINDS}")
@@ -332,6 +348,3 @@ def _check_fixed(sc: SweepConfig, where: Locator) -> None:
                           "range_ratio must be in (0, 1]", "InferenceX uses 0.8")
 
 
-def repo_root() -> Path:
-    """The checkout that holds recipes/ and scenarios/ (this package lives inside it)."""
-    return Path(__file__).resolve().parents[2]

@@ -1,27 +1,35 @@
-"""ATOM (AMD, ROCm): `python -m atom.entrypoints.openai_server`, vLLM-like flags. Injected
+"""ATOM (AMD, ROCm): `python -m atom.entrypoints.openai_server`, flags as InferenceX's scripts
+pass them (`--server-port`, `-tp`; docs/upstream/inferencex.md §2.4). Prefix caching is on only
+where the workload wants it (`--enable-prefix-caching`, as the agentic script adds). Injected
 acceptance: `--spec-decode-acceptance-length AL` (docs/methodology.md §5)."""
 
 from __future__ import annotations
 
 from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.template import has_flag
 
 
 class AtomAdapter(EngineAdapter):
     kind = "atom"
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
+        argv = self.templated_argv(port, max_concurrency) or self.own_argv(port)
+        if self.acceptance.mode == "injected" and not has_flag(
+                argv, "--spec-decode-acceptance-length"):
+            argv += ["--spec-decode-acceptance-length", f"{self.acceptance.length:g}"]
+        return self.containerize(LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port))
+
+    def own_argv(self, port: int) -> list[str]:
         t, spec = self.sc.topology, self.sc.speculator
         argv = [self.python(), "-m", "atom.entrypoints.openai_server", "--model", self.checkpoint,
-                "--host", "127.0.0.1", "--port", str(port),
-                "--tensor-parallel-size", str(t.tp)]
+                "--server-port", str(port), "-tp", str(t.tp)]
         if t.dp_attention:
             argv += ["--enable-dp-attention"]
         if t.ep > 1 or t.dp_attention:
             argv += ["--enable-expert-parallel"]
+        if self.prefix_caching:
+            argv += ["--enable-prefix-caching"]
         if spec.method != "none":
             argv += ["--method", spec.method, "--num-speculative-tokens", str(spec.k)]
-        if self.acceptance.mode == "injected":
-            argv += ["--spec-decode-acceptance-length", f"{self.acceptance.length:g}"]
         argv += ["--max-model-len", str(self.context_per_request())]
-        argv += list(self.sc.engine.extra_args)
-        return self.containerize(LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port))
+        return argv + list(self.sc.engine.extra_args)

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.config.schema import SweepConfig
 from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
+from harness.engines.template import check_template, has_flag, render, template_values
 from harness.spec.acceptance import AcceptancePlan, synthetic_rates
 from harness.workloads.base import EngineHints
 
@@ -45,6 +46,7 @@ class EngineAdapter(ABC):
 
     def __init__(self, sc: SweepConfig, acceptance: AcceptancePlan | None = None,
                  hints: EngineHints | None = None, where: Locate | None = None) -> None:
+        check_template(sc, where or _default_locate)
         self.validate(sc, where or _default_locate)
         self.sc = sc
         self.acceptance = acceptance or AcceptancePlan("none")
@@ -94,8 +96,24 @@ class EngineAdapter(ABC):
 
     @property
     def served_model_name(self) -> str:
+        """The name requests carry: the recipe's, or under an upstream command without
+        --served-model-name the checkpoint path, as that server then calls it."""
+        tpl = self.sc.engine.argv_template
+        if tpl and not has_flag(tpl, "--served-model-name"):
+            return self.checkpoint
         m = self.sc.model
         return m.served_name or m.name
+
+    def templated_argv(self, port: int, max_concurrency: int,
+                       extra_options: str = "") -> list[str] | None:
+        """The upstream script's command for this launch (engine.argv_template), or None."""
+        tpl = self.sc.engine.argv_template
+        if not tpl:
+            return None
+        m = self.sc.model
+        values = template_values(self.sc, self.checkpoint, m.served_name or m.name,
+                                 self.python(), port, max_concurrency, extra_options)
+        return render([*tpl, *self.sc.engine.extra_args], values)
 
     @property
     def checkpoint(self) -> str:
@@ -107,7 +125,7 @@ class EngineAdapter(ABC):
         repository root), else this one."""
         import sys
 
-        from harness.config.validate import repo_root
+        from harness.config.locations import repo_root
 
         p = self.sc.engine.python
         if not p:
@@ -156,7 +174,7 @@ class EngineAdapter(ABC):
     def context_per_request(self) -> int:
         """Tokens one request may need: the workload's longest request + margin
         (max-model-len)."""
-        from harness.config.validate import CONTEXT_MARGIN
+        from harness.config.locations import CONTEXT_MARGIN
 
         return self.hints.longest_request_tokens + CONTEXT_MARGIN
 

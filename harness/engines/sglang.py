@@ -5,6 +5,7 @@ knobs: SGLANG_SIMULATE_ACC_LEN with the `match-expected` method (exact mean) and
 from __future__ import annotations
 
 from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.template import has_flag
 
 SGLANG_ALGORITHMS = {"mtp": "EAGLE", "eagle": "EAGLE", "eagle3": "EAGLE3", "ngram": "NGRAM",
                      "draft_model": "STANDALONE"}
@@ -14,10 +15,25 @@ class SglangAdapter(EngineAdapter):
     kind = "sglang"
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
+        argv = self.templated_argv(port, max_concurrency)
+        if argv is None:
+            argv = self.own_argv(port, max_concurrency)
+        elif not has_flag(argv, "--enable-metrics"):
+            argv.append("--enable-metrics")  # what verifies a point's acceptance
+        env = dict(self.sc.engine.env)
+        if self.acceptance.mode == "injected":
+            env.update({
+                "SGLANG_SIMULATE_ACC_LEN": f"{self.acceptance.length:g}",
+                "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
+                "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token",
+            })
+        return self.containerize(LaunchPlan(argv=argv, env=env, port=port))
+
+    def own_argv(self, port: int, max_concurrency: int) -> list[str]:
         t, spec = self.sc.topology, self.sc.speculator
         argv = [self.python(), "-m", "sglang.launch_server",
                 "--model-path", self.checkpoint, "--served-model-name", self.served_model_name,
-                "--host", "127.0.0.1", "--port", str(port), "--tp", str(t.tp),
+                "--host", self.sc.engine.host, "--port", str(port), "--tp", str(t.tp),
                 # off by default; its counters and accept-length gauge are how a point's
                 # realised acceptance is verified (docs/engine-metrics.md)
                 "--enable-metrics"]
@@ -38,12 +54,4 @@ class SglangAdapter(EngineAdapter):
             argv += ["--disable-radix-cache"]
         argv += ["--context-length", str(self.context_per_request()),
                  "--max-running-requests", str(self.max_running(max_concurrency))]
-        argv += list(self.sc.engine.extra_args)
-        env = dict(self.sc.engine.env)
-        if self.acceptance.mode == "injected":
-            env.update({
-                "SGLANG_SIMULATE_ACC_LEN": f"{self.acceptance.length:g}",
-                "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
-                "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token",
-            })
-        return self.containerize(LaunchPlan(argv=argv, env=env, port=port))
+        return argv + list(self.sc.engine.extra_args)

@@ -12,6 +12,9 @@ import yaml
 from harness.engines.base import EngineAdapter, LaunchPlan
 
 EXTRA_OPTIONS_FILE = "extra_llm_api_options.yaml"
+# Per-request perf metrics and iteration stats feed /prometheus/metrics, where the speculative
+# counters that verify a point's acceptance live (docs/engine-metrics.md).
+METRICS_OPTIONS = {"return_perf_metrics": True, "enable_iter_perf_stats": True}
 
 
 class TrtllmAdapter(EngineAdapter):
@@ -19,10 +22,7 @@ class TrtllmAdapter(EngineAdapter):
 
     def extra_options(self, max_concurrency: int) -> dict[str, Any]:
         spec, t = self.sc.speculator, self.sc.topology
-        # Per-request perf metrics and iteration stats feed /prometheus/metrics, where the
-        # speculative counters that verify a point's acceptance live (docs/engine-metrics.md).
-        opts: dict[str, Any] = {"enable_attention_dp": bool(t.dp_attention),
-                                "return_perf_metrics": True, "enable_iter_perf_stats": True}
+        opts: dict[str, Any] = {"enable_attention_dp": bool(t.dp_attention), **METRICS_OPTIONS}
         if not self.prefix_caching:
             opts["kv_cache_config"] = {"enable_block_reuse": False}
         if spec.method == "mtp":
@@ -42,16 +42,24 @@ class TrtllmAdapter(EngineAdapter):
         return opts
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
-        t = self.sc.topology
-        argv = ["trtllm-serve", self.checkpoint, "--host", "127.0.0.1", "--port", str(port),
-                "--backend", "pytorch", "--tp_size", str(t.tp), "--ep_size", str(t.ep),
-                "--pp_size", str(t.pp), "--max_seq_len", str(self.context_per_request()),
-                "--max_batch_size", str(self.max_running(max_concurrency)),
-                "--extra_llm_api_options", EXTRA_OPTIONS_FILE]
-        argv += list(self.sc.engine.extra_args)
+        argv = self.templated_argv(port, max_concurrency, EXTRA_OPTIONS_FILE)
+        if argv is None:
+            argv = self.own_argv(port, max_concurrency)
+            opts = {**self.extra_options(max_concurrency), **self.sc.engine.extra_options}
+        else:  # the script's YAML as it is, plus what /prometheus/metrics needs
+            opts = {**self.sc.engine.extra_options, **METRICS_OPTIONS}
         env = dict(self.sc.engine.env)
         if self.acceptance.mode == "injected" and self.acceptance.length is not None:
             env["TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"] = f"{self.acceptance.length - 1:g}"
-        files = {EXTRA_OPTIONS_FILE: yaml.safe_dump(self.extra_options(max_concurrency),
-                                                    sort_keys=True)}
+        files = {EXTRA_OPTIONS_FILE: yaml.safe_dump(opts, sort_keys=True)}
         return self.containerize(LaunchPlan(argv=argv, env=env, files=files, port=port))
+
+    def own_argv(self, port: int, max_concurrency: int) -> list[str]:
+        t = self.sc.topology
+        argv = ["trtllm-serve", self.checkpoint, "--host", self.sc.engine.host,
+                "--port", str(port), "--backend", "pytorch", "--tp_size", str(t.tp),
+                "--ep_size", str(t.ep), "--pp_size", str(t.pp),
+                "--max_seq_len", str(self.context_per_request()),
+                "--max_batch_size", str(self.max_running(max_concurrency)),
+                "--extra_llm_api_options", EXTRA_OPTIONS_FILE]
+        return argv + list(self.sc.engine.extra_args)

@@ -44,10 +44,29 @@ class VllmAdapter(EngineAdapter):
         return cfg
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
+        argv = self.templated_argv(port, max_concurrency)
+        argv = self.own_argv(port, max_concurrency) if argv is None else self.inject(argv)
+        env = dict(self.sc.engine.env)
+        bind = cpu_bind(self.sc.engine.threads)
+        if bind is not None:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = bind
+        return self.containerize(LaunchPlan(argv=argv, env=env, port=port))
+
+    def inject(self, argv: list[str]) -> list[str]:
+        """An upstream command with injected acceptance: the synthetic sampler's keys added
+        to its own --speculative-config."""
+        if self.acceptance.mode != "injected" or "--speculative-config" not in argv:
+            return argv
+        i = argv.index("--speculative-config") + 1
+        cfg = {**json.loads(argv[i]), "rejection_sample_method": "synthetic",
+               "synthetic_acceptance_length": self.acceptance.length}
+        return [*argv[:i], json.dumps(cfg, separators=(",", ":")), *argv[i + 1:]]
+
+    def own_argv(self, port: int, max_concurrency: int) -> list[str]:
         t = self.sc.topology
         argv = [self.python(), "-m", "vllm.entrypoints.openai.api_server",
                 "--model", self.checkpoint, "--served-model-name", self.served_model_name,
-                "--host", "127.0.0.1", "--port", str(port)]
+                "--host", self.sc.engine.host, "--port", str(port)]
         if t.dp_attention:  # attention data-parallel across the GPUs, experts sharded
             argv += ["--tensor-parallel-size", "1", "--data-parallel-size", str(t.tp)]
         else:
@@ -63,12 +82,7 @@ class VllmAdapter(EngineAdapter):
         spec = self.speculative_config()
         if spec is not None:
             argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
-        argv += list(self.sc.engine.extra_args)
-        env = dict(self.sc.engine.env)
-        bind = cpu_bind(self.sc.engine.threads)
-        if bind is not None:
-            env["VLLM_CPU_OMP_THREADS_BIND"] = bind
-        return self.containerize(LaunchPlan(argv=argv, env=env, port=port))
+        return argv + list(self.sc.engine.extra_args)
 
 
 def cpu_bind(threads: int | None) -> str | None:

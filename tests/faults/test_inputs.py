@@ -56,7 +56,8 @@ def _error(override: str) -> ConfigError:
     ("scenario.fit_factor=0", "scenario.fit_factor", "below 1"),
     ("scenario.range_ratio=nan", "scenario.range_ratio", "(0, 1]"),
     ("engine.startup_timeout_s=0", "engine.startup_timeout_s", "not above 0"),
-    ("speculator.acceptance.tolerance=-1", "speculator.acceptance.tolerance", "below 0"),
+    ("speculator.acceptance.confidence=1.5", "speculator.acceptance.confidence",
+     "above the limit of 1"),
     ("topology.tp=0", "topology.tp", "must be >= 1"),
     ("topology.pp=-1", "topology.pp", "must be >= 1"),
 ])

@@ -1,6 +1,6 @@
 """AgentX / WEKA "Weka" JSON traces: one trace per file, or one per line (JSONL).
 
-Schema (shared/data/traces/README.md): `{id, models, block_size, hash_id_scope, requests}`;
+Schema (scenarios/traces/README.md): `{id, models, block_size, hash_id_scope, requests}`;
 a request `{t, type: "n"|"s", in, out, hash_ids, think_time, api_time, ...}`; a sub-agent
 `{t, type: "subagent", agent_id, subagent_type, duration_ms, requests: [...]}`, nested.
 """

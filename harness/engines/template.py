@@ -1,0 +1,52 @@
+"""Server commands as the upstream scripts run them (`engine.argv_template`): InferenceX's
+catalog recipes transcribe each script's flags as data, with placeholders for what a launch
+decides (docs/upstream/inferencex.md §2). Substitution is per argument, never a shell."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Mapping
+
+from harness.config.errors import ConfigError
+from harness.config.schema import SweepConfig
+
+# What a template may name. max_model_len is InferenceX's (isl + osl + 200, its matrix
+# generator), not the adapters' own margin.
+PLACEHOLDERS = ("model", "served_name", "port", "host", "tp", "ep", "pp", "dp", "conc", "isl",
+                "osl", "max_model_len", "python", "extra_options")
+
+
+def template_values(sc: SweepConfig, checkpoint: str, served_name: str, python: str,
+                    port: int, concurrency: int, extra_options: str = "") -> dict[str, str]:
+    t, s = sc.topology, sc.scenario
+    values = {"model": checkpoint, "served_name": served_name, "port": port,
+              "host": sc.engine.host, "tp": t.tp, "ep": t.ep, "pp": t.pp,
+              "dp": t.tp if t.dp_attention else 1, "conc": concurrency, "isl": s.isl,
+              "osl": s.osl, "max_model_len": s.isl + s.osl + 200, "python": python,
+              "extra_options": extra_options}
+    return {k: str(v) for k, v in values.items()}
+
+
+def render(template: list[str], values: Mapping[str, str]) -> list[str]:
+    """Each argument with its {placeholders} filled; one argument stays one argument."""
+    return [a.format_map(values) for a in template]
+
+
+def check_template(sc: SweepConfig, where: Callable[[str], str]) -> None:
+    """Unknown placeholders or broken braces, as a ConfigError before anything starts."""
+    key = "engine.argv_template"
+    tpl = sc.engine.argv_template
+    for arg in [*tpl, *sc.engine.extra_args] if tpl else []:
+        try:
+            names = [f for _, f, _, _ in string.Formatter().parse(arg) if f is not None]
+        except ValueError as e:
+            raise ConfigError(where(key), key, f"argument {arg!r}: {e}",
+                              "write a literal brace as {{ or }}") from None
+        bad = [n for n in names if n not in PLACEHOLDERS]
+        if bad:
+            raise ConfigError(where(key), key, f"argument {arg!r} names {bad}",
+                              f"use only {', '.join(PLACEHOLDERS)} (literal braces: {{{{ }}}})")
+
+
+def has_flag(argv: list[str], flag: str) -> bool:
+    return any(a == flag or a.startswith(flag + "=") for a in argv)
