@@ -26,6 +26,7 @@ commands:
   gate        compare a candidate run with a baseline (exit 0 pass, 1 regression, 2 invalid)
   baseline    save a run's points as a committed baseline
   metrics     every metric key: label, unit, which direction is better, definition
+  export      a run in other tools' formats (`harness export inferencex RUN_DIR --out DIR`)
 """
 
 
@@ -196,47 +197,44 @@ def _acceptance(argv: list[str]) -> int:
 
 def _calibrate(argv: list[str]) -> int:
     from harness.config.compose import compose_sweep
-    from harness.config.validate import repo_root
+    from harness.config.locations import repo_root
     from harness.spec.acceptance import TABLE_DIR
-    from harness.spec.calibrate import CalibrationSettings, calibrate, upsert
+    from harness.spec.calibrate import (
+        add_arguments,
+        calibrate,
+        golden_yaml,
+        settings_from_args,
+        upsert,
+    )
 
     p = argparse.ArgumentParser(
         prog="harness calibrate",
-        description="Measure acceptance lengths with real acceptance on real agentic-coding "
-                    "text, one engine launch per draft length; write them to the table.")
-    p.add_argument("--model", default="smollm2-135m")
-    p.add_argument("--engine", default="llamacpp")
-    p.add_argument("--speculator", default="ngram")
-    p.add_argument("--k", type=int, nargs="+", default=list(range(1, 9)))
-    p.add_argument("--thinking", choices=("on", "off"), default=None)
-    p.add_argument("--text", type=Path, nargs="+", default=sorted(
-        (repo_root() / "scenarios/agentic-text/swe-agent").glob("*.traj.json")))
-    p.add_argument("--context-tokens", type=int, default=2048)
-    p.add_argument("--max-tokens", type=int, default=64)
-    p.add_argument("--turns", type=int, default=12, help="assistant turns per trajectory")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=TABLE_DIR / "calibrated.csv")
-    p.add_argument("--work-dir", type=Path, default=Path("results/calibrate"))
-    p.add_argument("--print-only", action="store_true", help="do not write --out")
-    p.add_argument("overrides", nargs="*", help="more recipe overrides (key=value)")
+        description="Measure acceptance lengths as InferenceX's golden curves were: the real "
+                    "drafter, one clean engine launch per (thinking mode, draft length), "
+                    "SPEED-Bench coding prompts (--dataset) or the shipped SWE-agent text, the "
+                    "model's chat template, AL = 1 + accepted / drafts from the engine's "
+                    "counters; write rows to the acceptance table.")
+    add_arguments(p, repo_root(), TABLE_DIR)
     a = p.parse_args(argv)
 
-    def sc_for_k(k: int):
+    def sc_for(k: int, thinking: bool | None):
         ov = [f"model={a.model}", f"engine={a.engine}", f"speculator={a.speculator}",
               f"speculator.k={k}", "speculator.acceptance.mode=real", "run_id=calibrate",
               *a.overrides]
-        if a.thinking:
-            ov.append(f"thinking={'true' if a.thinking == 'on' else 'false'}")
+        if thinking is not None:
+            ov.append(f"thinking={'true' if thinking else 'false'}")
         return compose_sweep(ov)
 
-    cs = CalibrationSettings(a.text, a.k, a.context_tokens, a.max_tokens, a.turns,
-                             a.temperature, a.seed)
+    cs = settings_from_args(a, sc_for(a.k[0], None).chip.name)
     a.work_dir.mkdir(parents=True, exist_ok=True)
-    rows = calibrate(sc_for_k, cs, a.work_dir, repo_root())
+    rows = calibrate(sc_for, cs, a.work_dir, repo_root())
     if not a.print_only:
         upsert(rows, a.out)
         print(f"wrote {len(rows)} rows to {a.out}")
+    if a.golden_yaml:
+        a.golden_yaml.parent.mkdir(parents=True, exist_ok=True)
+        a.golden_yaml.write_text(golden_yaml(rows))
+        print(f"wrote the curves to {a.golden_yaml}")
     return 0
 
 
@@ -379,9 +377,17 @@ def _baseline(argv: list[str]) -> int:
     return 0
 
 
+def _export(argv: list[str]) -> int:
+    """InferenceX / AIPerf result files from a run directory (harness.exports)."""
+    from harness.exports.cli import main as export_main
+
+    return export_main(argv)
+
+
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
-            "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics}
+            "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
+            "export": _export}
 
 
 def _terminate(signum: int, _frame: object) -> None:

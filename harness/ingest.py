@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from harness.config.validate import repo_root
+from harness.config.locations import repo_root
 from harness.results import ResultsWriteError, RunDir, RunLocked, atomic_write, dumps
 
 MODELS = {"dsr1": "deepseek-r1", "gptoss": "gpt-oss-120b", "llama70b": "llama-3.3-70b"}

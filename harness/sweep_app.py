@@ -12,7 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config.errors import ConfigError
 from harness.config.groups import group_listing
-from harness.config.validate import Locator, repo_root, to_sweep_config
+from harness.config.locations import repo_root
+from harness.config.validate import Locator, to_sweep_config
 from harness.engines.base import EngineConfigError
 from harness.engines.process import EngineStartError
 from harness.results import ResultsWriteError, RunDir, RunLocked, read_points, safe_name

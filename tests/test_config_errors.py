@@ -12,7 +12,8 @@ from omegaconf import open_dict
 
 from harness.config.errors import ConfigError
 from harness.config.groups import check_group_choices
-from harness.config.validate import Locator, repo_root, to_sweep_config
+from harness.config.locations import repo_root
+from harness.config.validate import Locator, to_sweep_config
 
 RECIPES = str(repo_root() / "recipes")
 

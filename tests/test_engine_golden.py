@@ -98,11 +98,13 @@ def test_atom_mtp_with_injected_acceptance() -> None:
     p = _plan(["engine=atom", "model=deepseek-r1", "chip=mi355x", "speculator=mtp",
                "speculator.k=3", "scenarios=fixed-8k1k", "topology.tp=8"],
               AcceptancePlan("injected", 2.8, "t"), port=8000)
+    # ATOM's own flag names, as InferenceX's scripts pass them (--server-port, -tp)
     assert p.argv == [
         PY, "-m", "atom.entrypoints.openai_server", "--model", "deepseek-ai/DeepSeek-R1-0528",
-        "--host", "127.0.0.1", "--port", "8000", "--tensor-parallel-size", "8",
+        "--server-port", "8000", "-tp", "8",
         "--method", "mtp", "--num-speculative-tokens", "3",
-        "--spec-decode-acceptance-length", "2.8", "--max-model-len", str(8192 + 1024 + 256),
+        "--max-model-len", str(8192 + 1024 + 256),
+        "--spec-decode-acceptance-length", "2.8",
     ]
 
 

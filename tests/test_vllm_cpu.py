@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from harness.config.validate import repo_root
+from harness.config.locations import repo_root
 from harness.results import read_points
 from tests.helpers import harness
 

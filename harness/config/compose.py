@@ -7,8 +7,9 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 
 from harness.config.groups import GROUP_DIRS
+from harness.config.locations import repo_root
 from harness.config.schema import SweepConfig
-from harness.config.validate import Locator, repo_root, to_sweep_config
+from harness.config.validate import Locator, to_sweep_config
 
 
 def compose_sweep(overrides: list[str]) -> SweepConfig:

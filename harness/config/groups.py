@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config.errors import ConfigError, did_you_mean
-from harness.config.validate import repo_root
+from harness.config.locations import repo_root
 
 GROUP_DIRS = {
     "model": "recipes/model",

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.config.validate import repo_root
+from harness.config.locations import repo_root
 from harness.testing.spawn import spawn_server
 from harness.weights import cache_dir
 

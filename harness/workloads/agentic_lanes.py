@@ -14,8 +14,8 @@ from typing import Any
 
 from harness.client import PhaseResult, StreamingClient, run_async
 from harness.config.errors import ConfigError
-from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.config.locations import CONTEXT_MARGIN
+from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.engines import prometheus
 from harness.records import PHASE_MEASURED, RequestRecord
 from harness.validity import Rule, ValiditySettings
