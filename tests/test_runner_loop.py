@@ -101,7 +101,7 @@ def test_a_point_lands_on_disk_whole_and_valid(tmp_path: Path) -> None:
     assert back.validity == rec.validity and back.get("median_tpot") == pytest.approx(0.01)
     numeric = {k for k, v in back.flat().items() if isinstance(v, int | float)
                and not isinstance(v, bool)}
-    ident = {"isl", "osl", "conc", "gpus", "tp", "ep", "pp", "spec_k", "repeat", "seed",
+    ident = {"isl", "osl", "conc", "gpus", "tp", "ep", "pp", "pcp", "spec_k", "repeat", "seed",
              "measured_start_wall", "chip_tdp_w", "chip_power_kw_all_in", "chip_cost_neocloud",
              "chip_cost_hyperscaler", "chip_cost_rental_3yr", "schema_version"}
     assert numeric - ident <= set(CATALOGUE), numeric - ident - set(CATALOGUE)
