@@ -210,6 +210,9 @@ class SweepConfig:
     # Start the engine afresh for every concurrency value, as InferenceX's jobs do (one job per
     # concurrency); false: one launch serves every concurrency of a topology.
     relaunch_per_concurrency: bool = False
+    # Where a named recipe comes from (an upstream catalog key, its path and commit), recorded
+    # with the resolved config.
+    recipe_source: str = ""
 
     def effective_thinking(self) -> bool | None:
         """The recipe's thinking mode, else the model's default."""
