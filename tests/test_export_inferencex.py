@@ -1,0 +1,284 @@
+"""`harness export inferencex`: a real run (two fixed-sequence points and one agentic point
+against the scripted server), exported, then read back the way InferenceX reads it.
+
+The checks apply upstream's documented formulas to the exported files (docs/upstream/
+inferencex.md §4.2 for process_result.py, docs/upstream/agentx.md §2.3a for the AgentX
+aggregation) and compare with our point's own values; nothing of ours is recomputed here.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from harness.results import read_points
+from harness.testing.self_gate import tokenizer_file
+from harness.testing.spawn import spawn_server
+from tests.helpers import harness
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+
+# docs/upstream/inferencex.md §4.2: process_result.py's environment (base, single node, and the
+# newer layout's parallelism sizes).
+FIXED_ENV = ("RUNNER_TYPE", "FRAMEWORK", "PRECISION", "SPEC_DECODING", "RESULT_FILENAME", "ISL",
+             "OSL", "DISAGG", "MODEL_PREFIX", "IMAGE", "IS_MULTINODE", "TP", "EP_SIZE",
+             "DP_ATTENTION", "PP_SIZE", "DCP_SIZE", "PCP_SIZE")
+# docs/upstream/agentx.md §2.1 (single node): process_agentic_result.py's environment.
+AGENTIC_ENV = ("RESULT_FILENAME", "RESULT_DIR", "AGENTIC_OUTPUT_DIR", "KV_OFFLOADING",
+               "KV_OFFLOAD_BACKEND", "KV_OFFLOAD_BACKEND_METADATA", "IS_MULTINODE", "TP",
+               "EP_SIZE", "DP_ATTENTION", "PP_SIZE", "DCP_SIZE", "PCP_SIZE", "FRAMEWORK",
+               "RUNNER_TYPE", "CONC", "IMAGE", "MODEL", "MODEL_PREFIX", "PRECISION",
+               "SPEC_DECODING", "DISAGG", "TOTAL_CPU_DRAM_GB", "ROUTER_METADATA",
+               "KV_P2P_TRANSFER")
+# docs/upstream/inferencex.md §4.2: the --save-result keys process_result.py reads.
+SAVED_KEYS = ("max_concurrency", "model_id", "total_token_throughput", "output_throughput",
+              "request_throughput", "duration", "completed", "total_input_tokens",
+              "total_output_tokens")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("export")
+    sweeps = (["concurrency=[1,4]", "scenario.requests_per_conc=3",
+               "scenario.warmup_per_conc=1"],
+              ["scenarios=agentic-weka-cpu", "concurrency=[1]", "scenario.duration_s=4"])
+    with spawn_server("harness.testing.scripted_server", "--ttft-ms", "20", "--itl-ms", "2",
+                      "--tokens-per-chunk", "1", "2", "--tokenizer",
+                      str(tokenizer_file())) as port:
+        for extra in sweeps:
+            r = harness("sweep", "engine=endpoint", f"engine.url=http://127.0.0.1:{port}",
+                        *extra, f"results_dir={tmp}", "run_id=x")
+            assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    out = tmp / "out"
+    r = harness("export", "inferencex", str(tmp / "x"), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    points = {p["point_id"]: p for p in read_points(tmp / "x")}
+    return tmp / "x", out, points, r
+
+
+def _env(path: Path) -> dict[str, str]:
+    lines = path.read_text().splitlines()
+    assert all("=" in line and not line.startswith("#") for line in lines), lines
+    return dict(line.split("=", 1) for line in lines)
+
+
+def _exports(out: Path) -> dict[str, tuple[dict[str, str], Path]]:
+    """point_id -> (its env, its RESULT_FILENAME path stem), found through the files."""
+    found = {}
+    for env_path in out.glob("*.env"):
+        env = _env(env_path)
+        assert env["RESULT_FILENAME"] == env_path.stem
+        json_path = out / f"{env_path.stem}.json"
+        if json_path.is_file():
+            pid = json.loads(json_path.read_text())["harness_point_id"]
+        else:
+            agg = out / env["RESULT_DIR"] / "aiperf_artifacts" / "profile_export_aiperf.json"
+            pid = json.loads(agg.read_text())["benchmark_id"]
+        found[pid] = (env, out / env_path.stem)
+    return found
+
+
+def test_every_point_is_exported_and_invalid_ones_are_warned(exported) -> None:
+    _, out, points, r = exported
+    assert set(_exports(out)) == set(points)
+    invalid = [p for p in points.values() if not p["valid"]]
+    assert invalid, "the 4 s agentic point is below min_measured_s and must be invalid"
+    warnings = [x for x in r.stderr.splitlines() if "warning:" in x]
+    assert len(warnings) == len(invalid)
+    for p in invalid:
+        assert any(p["point_id"] in w for w in warnings)
+    assert "exported 3 points (2 fixed-sequence, 1 agentic)" in r.stdout
+
+
+def test_fixed_points_through_process_result_formulas(exported) -> None:
+    _, out, points, _ = exported
+    fixed = [(pid, e) for pid, e in _exports(out).items()
+             if points[pid]["scenario_kind"] != "agentic"]
+    assert len(fixed) == 2
+    for pid, (env, stem) in fixed:
+        p, res = points[pid], json.loads(stem.with_suffix(".json").read_text())
+        assert not {k for k in SAVED_KEYS if k not in res}
+        # infx/results/fixed_sequence.py: GPUs = TP x PP_SIZE x PCP_SIZE (the old script: TP)
+        gpus = int(env["TP"]) * int(env.get("PP_SIZE", 1)) * int(env.get("PCP_SIZE", 1))
+        assert gpus == int(env["TP"]) == p["gpus"]
+        upstream = {
+            "tput_per_gpu": res["total_token_throughput"] / gpus,
+            "output_tput_per_gpu": res["output_throughput"] / gpus,
+            "input_tput_per_gpu": (res["total_token_throughput"] - res["output_throughput"])
+            / gpus,
+            "median_intvty": 1000 / res["median_tpot_ms"],
+            "p99_intvty": 1000 / res["p99_tpot_ms"],
+            "median_ttft": res["median_ttft_ms"] / 1000,
+        }
+        # and the generic rules: every `*ms` key / 1000, every tpot key -> 1000 / value
+        for k, v in res.items():
+            if k.endswith("ms"):
+                upstream[k.replace("_ms", "")] = v / 1000
+            if "tpot" in k and k != "std_tpot_ms":  # 1000/std is no statistic of ours
+                upstream[k.replace("_ms", "").replace("tpot", "intvty")] = 1000 / v
+        for key, value in upstream.items():
+            assert value == pytest.approx(p[key], rel=1e-9), key
+        assert res["max_concurrency"] == p["conc"] and res["completed"] == p["num_completed"]
+        assert (res["total_input_tokens"], res["total_output_tokens"]) == \
+            (p["total_input_tokens"], p["total_output_tokens"])
+        assert res["model_id"] == p["hf_id"] and res["duration"] == p["duration_s"]
+
+
+def test_fixed_result_filename_is_upstreams_template(exported) -> None:
+    _, out, points, _ = exported
+    for pid, (env, stem) in _exports(out).items():
+        p = points[pid]
+        # .github/workflows/benchmark-tmpl.yml@0a2e309 (docs/upstream/inferencex.md §1.4)
+        want = (f"{env['EXP_NAME']}_{env['PRECISION']}_{env['FRAMEWORK']}_tp{env['TP']}"
+                f"_ep{env['EP_SIZE']}_dpa_{env['DP_ATTENTION']}_conc{env['CONC']}"
+                f"_{env['RUNNER_TYPE']}")
+        assert stem.name == env["RESULT_FILENAME"] == want
+        assert env["RUNNER_TYPE"] == p["chip"] and env["CONC"] == str(p["conc"])
+        if p["scenario_kind"] != "agentic":  # 128/64 is none of their shapes: "{isl}_{osl}"
+            assert env["EXP_NAME"] == f"{env['MODEL_PREFIX']}_{p['isl']}_{p['osl']}"
+
+
+def test_env_files_hold_every_documented_variable(exported) -> None:
+    _, out, points, _ = exported
+    docs = (REPO / "docs" / "upstream" / "inferencex.md").read_text() \
+        + (REPO / "docs" / "upstream" / "agentx.md").read_text()
+    for name in {*FIXED_ENV, *AGENTIC_ENV}:
+        assert name in docs, f"{name} is not in docs/upstream (a typo in this test?)"
+    for pid, (env, _stem) in _exports(out).items():
+        agentic = points[pid]["scenario_kind"] == "agentic"
+        required = AGENTIC_ENV if agentic else FIXED_ENV
+        assert not [k for k in required if k not in env], pid
+        if agentic:  # RESULT_DIR is relative to the export directory
+            assert (out / env["RESULT_DIR"] / "aiperf_artifacts" / "profile_export.jsonl"
+                    ).is_file()
+            assert env["KV_OFFLOADING"] == "none" and env["KV_OFFLOAD_BACKEND"] == ""
+
+
+def _percentile(data: list[float], p: float) -> float:
+    """infx/results/agentic/common.py's percentile: linear interpolation at (n-1)p/100."""
+    s = sorted(data)
+    k = (len(s) - 1) * p / 100
+    f = int(k)
+    return s[f] if f + 1 >= len(s) else s[f] + (k - f) * (s[f + 1] - s[f])
+
+
+def _agentic(exported):
+    _, out, points, _ = exported
+    (pid, (env, _stem)), = [(pid, e) for pid, e in _exports(out).items()
+                            if points[pid]["scenario_kind"] == "agentic"]
+    art = out / env["RESULT_DIR"] / "aiperf_artifacts"
+    lines = [json.loads(x) for x in (art / "profile_export.jsonl").read_text().splitlines()]
+    return points[pid], env, art, lines
+
+
+def _kept(lines: list[dict]) -> list[dict]:
+    """request_metrics.py: warmup = a phase set and not "profiling"; errors dropped."""
+    return [x for x in lines
+            if x["metadata"].get("benchmark_phase", "profiling") == "profiling"
+            and not x.get("error")]
+
+
+def _value(x: dict, name: str) -> float:
+    m = x["metrics"][name]
+    return m["value"] if isinstance(m, dict) else m
+
+
+def test_agentic_point_through_agentx_formulas(exported) -> None:
+    p, _, _, lines = _agentic(exported)
+    kept = _kept(lines)
+    assert len(kept) == p["num_completed"] and len(kept) >= 2
+    warm = [x for x in lines if x["metadata"]["benchmark_phase"] != "profiling"]
+    assert warm and len(lines) - len(warm) == p["num_requests"]
+    ttft = [v / 1000 for x in kept if (v := _value(x, "time_to_first_token")) > 0]
+    assert _percentile(ttft, 50) == pytest.approx(p["median_ttft"], rel=1e-6)
+    assert _percentile(ttft, 90) == pytest.approx(p["p90_ttft"], rel=1e-6)
+    itl = [v / 1000 for x in kept if (v := _value(x, "inter_token_latency")) > 0]
+    assert 1 / _percentile(itl, 90) == pytest.approx(p["p90_intvty"], rel=1e-6)
+    ratio = [_value(x, "request_latency") / 1000 / _value(x, "output_sequence_length")
+             for x in kept if _value(x, "output_sequence_length") > 0]
+    for q, key in ((50, "median_e2e_intvty"), (75, "p75_e2e_intvty"), (90, "p90_e2e_intvty")):
+        assert 1 / _percentile(ratio, q) == pytest.approx(p[key], rel=1e-6), key
+    assert statistics.pstdev(ttft) == pytest.approx(p["std_ttft"], rel=1e-6)
+
+
+def test_agentic_throughput_per_gpu_and_where_upstream_differs(exported) -> None:
+    p, env, _, lines = _agentic(exported)
+    kept = _kept(lines)
+    tokens = sum(_value(x, "input_sequence_length") + _value(x, "output_sequence_length")
+                 for x in kept)
+    span = (max(x["metadata"]["request_end_ns"] for x in kept)
+            - min(x["metadata"]["request_start_ns"] for x in kept)) / 1e9
+    gpus = int(env["TP"]) * int(env["PP_SIZE"]) * int(env["PCP_SIZE"])
+    upstream = tokens / span / gpus
+    # Same tokens and GPUs: throughput x duration agrees exactly.
+    assert upstream * span == pytest.approx(p["tput_per_gpu"] * p["duration_s"], rel=1e-6)
+    assert tokens == p["total_input_tokens"] + p["total_output_tokens"]
+    # Upstream divides by the records' span (first send to last end); we divide by the
+    # measured window, which also holds the lanes' think time after the last request. The
+    # span lies inside the window, so upstream's figure is never lower than ours; they agree
+    # when requests are in flight from the window's start to its end (a loaded 3600 s run).
+    assert span <= p["duration_s"] + 1e-6 and upstream >= p["tput_per_gpu"] * (1 - 1e-6)
+
+
+def test_agentic_aggregate_and_server_metrics(exported) -> None:
+    p, _, art, lines = _agentic(exported)
+    agg = json.loads((art / "profile_export_aiperf.json").read_text())
+    # request_metrics.py: theoretical hit = sum/count, else avg/100 for unit "%"
+    hit = agg["theoretical_prefix_cache_hit"]
+    assert hit["unit"] == "%" and hit["avg"] / 100 == pytest.approx(p["theoretical_hit_rate"])
+    assert agg["metadata"]["submission_valid"] is p["valid"]
+    assert agg["request_count"]["avg"] == len(_kept(lines))
+    sm = json.loads((art / "server_metrics_export.json").read_text())["metrics"]
+
+    def total(name: str) -> float:  # backends/vllm.py: sum over series, `total` first
+        return sum(next(s["stats"][k] for k in ("total", "sum", "max", "avg")
+                        if k in s["stats"]) for s in sm[name]["series"])
+
+    assert sm["vllm:prompt_tokens"]["type"] == "counter"
+    assert total("vllm:prompt_tokens") == p["server_prompt_tokens"]
+    assert total("vllm:generation_tokens") == p["server_generation_tokens"]
+
+
+def test_bad_inputs_are_one_line_errors(exported, tmp_path) -> None:
+    run, _, _, _ = exported
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "points.jsonl").write_text("")
+    (tmp_path / "afile").write_text("")
+    cases = {str(tmp_path / "nope"): "no such directory",
+             str(tmp_path): "not a run directory",
+             str(tmp_path / "empty"): "no points"}
+    for run_dir, why in cases.items():
+        r = harness("export", "inferencex", run_dir, "--out", str(tmp_path / "o"))
+        assert r.returncode == 2 and why in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    r = harness("export", "inferencex", str(run), "--out", str(tmp_path / "afile"))
+    assert r.returncode == 2 and "not a directory" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_names_and_clashes() -> None:
+    from harness.exports.aiperf_agentic import split_key
+    from harness.exports.inferencex_fixed import result_filename, result_filenames
+    from harness.point_record import PointIdentity, PointRecord
+    from harness.validity import Validity
+
+    def rec(**kw) -> PointRecord:
+        i = PointIdentity(**{"model": "deepseek-r1", "precision": "fp8", "chip": "b200",
+                             "engine": "trtllm", "scenario": "fixed-8k1k",
+                             "scenario_kind": "fixed", "isl": 8192, "osl": 1024, "conc": 8,
+                             "tp": 8, "ep": 8, "dp_attention": True, **kw})
+        return PointRecord(i.point_id(), "r", i, "ok", Validity.legacy(True, ()))
+
+    a, b = rec(), rec(spec_method="mtp")
+    assert result_filename(a) == "dsr1_8k1k_fp8_trt_tp8_ep8_dpa_true_conc8_b200"
+    names = result_filenames([a, b])  # the template has no speculator: both get their id
+    assert names[a.point_id] == f"{result_filename(a)}_{a.point_id}" != names[b.point_id]
+    assert result_filenames([a])[a.point_id] == result_filename(a)
+    assert split_key('vllm:x_total{model_name="m \\"q\\"",le="0.5"}') == \
+        ("vllm:x_total", {"model_name": 'm "q"', "le": "0.5"})
+    assert split_key("plain") == ("plain", {})
