@@ -18,8 +18,9 @@ What InferenceX reads, and therefore what is written (docs/upstream/agentx.md §
   (sum/count, else avg/100 for unit "%"), `metadata.dataset` and
   `input_config.loadgen.benchmark_duration`.
 - server_metrics_export.json: `metrics{name: {type, series[{endpoint_url, labels, stats}]}}`,
-  counter stats `total` = increase over the window (ai-dynamo/aiperf server metrics JSON export
-  schema doc, find_string id 46397981076); names are Prometheus family names (no `_total`), as
+  counter stats `total` = increase over the window (ai-dynamo/aiperf:
+  docs/server-metrics/server-metrics-json-schema.md@13992dbd96879c76e9584f2e8dc05db49bee6cf2);
+  names are Prometheus family names (no `_total`), as
   InferenceX's adapters look them up (infx/results/agentic/backends/vllm.py
   @a30c9cb26d6d2a218ef87aadcaf854123ffcf71e reads `vllm:prompt_tokens`).
 
@@ -27,7 +28,15 @@ Per request the values are our own definitions (harness.metrics), which are AIPe
 request_latency = our E2EL (last content chunk), and AIPerf's inter_token_latency is
 (request_latency - TTFT) / (OSL - 1) = our TPOT (ai-dynamo/aiperf:docs/metrics_reference.md
 @3a4b58d508f0b975f84e05684684bd4890037369), so InferenceX's p90 intvty = 1 / p90 ITL is our
-p90_intvty, and its E2E-normalized interactivity 1 / p90(E2EL / OSL) our p90_e2e_intvty.
+p90_intvty (unless a reply had TPOT 0, see record_metrics), and its E2E-normalized
+interactivity 1 / p90(E2EL / OSL) our p90_e2e_intvty.
+
+Where upstream's number will differ from ours by definition: throughput. InferenceX divides the
+tokens by the kept records' span (last request_end_ns - first request_start_ns); our point
+divides the same tokens by its measured window, which also holds the think time after the
+last request. They agree when requests are in flight across the whole window (a loaded
+3600 s run); on a short, idle-heavy point upstream's figure is higher. The timestamps are
+written as measured, not stretched to make the two agree.
 """
 
 from __future__ import annotations
@@ -123,7 +132,10 @@ def record_metrics(r: RequestRecord) -> dict[str, Any]:
         "inter_chunk_latency": _metric([g * 1000.0 for g in itls(r).tolist()], "ms"),
     }
     t = tpot(r)
-    if math.isfinite(t) and t > 0:  # AIPerf leaves ITL out below two output tokens
+    # AIPerf has no ITL below two output tokens or two content chunks (docs/metrics_reference.md
+    # above); InferenceX drops ITL <= 0 anyway. Our TPOT is 0 for a two-token, one-chunk reply,
+    # and counts in our TPOT statistics: such points differ from upstream's interactivity.
+    if math.isfinite(t) and t > 0 and len(r.chunk_ts) >= 2:
         m["inter_token_latency"] = _metric(t * 1000.0, "ms")
         m["output_token_throughput_per_user"] = _metric(1.0 / t, "tokens/sec/user")
     return m
