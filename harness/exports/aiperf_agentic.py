@@ -18,10 +18,10 @@ What InferenceX reads, and therefore what is written (docs/upstream/agentx.md §
   (sum/count, else avg/100 for unit "%"), `metadata.dataset` and
   `input_config.loadgen.benchmark_duration`.
 - server_metrics_export.json: `metrics{name: {type, series[{endpoint_url, labels, stats}]}}`,
-  counter stats `total` = increase over the window (ai-dynamo/aiperf:
-  docs/server-metrics/server-metrics-json-schema.md@13992dbd96879c76e9584f2e8dc05db49bee6cf2);
-  names are Prometheus family names (no `_total`), as
-  InferenceX's adapters look them up (infx/results/agentic/backends/vllm.py
+  counter stats `total` = increase over the window
+  (ai-dynamo/aiperf:docs/server-metrics/server-metrics-json-schema.md
+  @13992dbd96879c76e9584f2e8dc05db49bee6cf2); names are Prometheus family names (no `_total`),
+  as InferenceX's adapters look them up (infx/results/agentic/backends/vllm.py
   @a30c9cb26d6d2a218ef87aadcaf854123ffcf71e reads `vllm:prompt_tokens`).
 
 Per request the values are our own definitions (harness.metrics), which are AIPerf's:
@@ -132,9 +132,10 @@ def record_metrics(r: RequestRecord) -> dict[str, Any]:
         "inter_chunk_latency": _metric([g * 1000.0 for g in itls(r).tolist()], "ms"),
     }
     t = tpot(r)
-    # AIPerf has no ITL below two output tokens or two content chunks (docs/metrics_reference.md
-    # above); InferenceX drops ITL <= 0 anyway. Our TPOT is 0 for a two-token, one-chunk reply,
-    # and counts in our TPOT statistics: such points differ from upstream's interactivity.
+    # AIPerf has no ITL below two output tokens or two content chunks (its metrics reference,
+    # cited above); InferenceX drops ITL <= 0 anyway. Our TPOT is 0 for a two-token,
+    # one-chunk reply and counts in our TPOT statistics: such points differ from upstream's
+    # interactivity.
     if math.isfinite(t) and t > 0 and len(r.chunk_ts) >= 2:
         m["inter_token_latency"] = _metric(t * 1000.0, "ms")
         m["output_token_throughput_per_user"] = _metric(1.0 / t, "tokens/sec/user")
