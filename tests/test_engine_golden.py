@@ -8,22 +8,40 @@ import sys
 import yaml
 
 from harness.config.compose import compose_sweep
+from harness.config.launches import launches
 from harness.engines.registry import make_adapter
 from harness.spec.acceptance import AcceptancePlan
 
 PY = sys.executable
 
 
+# The adapters' own flags (no argv_template): the catalog recipes' shapes spelled as overrides.
+# The catalog recipes themselves (recipes/recipe/, upstream commands) are golden-tested in
+# tests/test_catalog_golden.py.
+SGLANG_FP4_B200_TP4_MTP3 = ["engine=sglang", "model=deepseek-r1", "chip=b200", "speculator=mtp",
+                            "speculator.k=3", "scenarios=fixed-8k1k", "precision=fp4",
+                            "topology.tp=4"]
+VLLM_FP8_H200_TP8_MTP1 = ["engine=vllm", "model=deepseek-r1", "chip=h200", "speculator=mtp",
+                          "speculator.k=1", "scenarios=fixed-1k1k", "precision=fp8",
+                          "topology.tp=8"]
+TRT_FP4_B200_DEP8_MTP3 = ["engine=trtllm", "model=deepseek-r1", "chip=b200", "speculator=mtp",
+                          "speculator.k=3", "scenarios=fixed-1k8k", "precision=fp4",
+                          "topology.tp=8", "topology.ep=8", "topology.dp_attention=true"]
+
+
 def _plan(overrides, acceptance=None, port=30000, conc=128):
-    a = make_adapter(compose_sweep(overrides), acceptance)
+    sc = compose_sweep(overrides)
+    if sc.search_space:  # a catalog recipe: its first launch
+        sc = launches(sc)[0].sc
+    a = make_adapter(sc, acceptance)
     return a.launch_plan(port, conc)
 
 
 def test_sglang_dsr1_fp4_b200_tp4_mtp3() -> None:
-    p = _plan(["recipe=dsr1-fp4-b200-sglang-mtp"])
+    p = _plan(SGLANG_FP4_B200_TP4_MTP3)
     assert p.argv == [
         PY, "-m", "sglang.launch_server",
-        "--model-path", "nvidia/DeepSeek-R1-0528-FP4-v2", "--served-model-name", "dsr1",
+        "--model-path", "nvidia/DeepSeek-R1-0528-FP4-V2", "--served-model-name", "dsr1",
         "--host", "127.0.0.1", "--port", "30000", "--tp", "4", "--enable-metrics",
         "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
@@ -35,13 +53,15 @@ def test_sglang_dsr1_fp4_b200_tp4_mtp3() -> None:
 
 def test_sglang_injection_environment() -> None:
     p = _plan(["recipe=dsr1-fp4-b200-sglang-mtp"], AcceptancePlan("injected", 2.49, "t"))
-    assert p.env == {"SGLANG_SIMULATE_ACC_LEN": "2.49",
+    assert p.env == {"SGLANG_RADIX_FORCE_MISS": "1", "PYTHONNOUSERSITE": "1",  # the script's
+                     "SGLANG_ENABLE_SPEC_V2": "1",
+                     "SGLANG_SIMULATE_ACC_LEN": "2.49",
                      "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
                      "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
 
 
 def test_vllm_dsr1_fp8_h200_tp8_mtp() -> None:
-    p = _plan(["recipe=dsr1-fp8-h200-vllm-mtp"], port=8000, conc=64)
+    p = _plan(VLLM_FP8_H200_TP8_MTP1, port=8000, conc=64)
     assert p.argv == [
         PY, "-m", "vllm.entrypoints.openai.api_server",
         "--model", "deepseek-ai/DeepSeek-R1-0528", "--served-model-name", "dsr1",
@@ -53,7 +73,7 @@ def test_vllm_dsr1_fp8_h200_tp8_mtp() -> None:
 
 
 def test_vllm_synthetic_acceptance_config() -> None:
-    p = _plan(["recipe=dsr1-fp8-h200-vllm-mtp", "speculator.k=3"],
+    p = _plan([*VLLM_FP8_H200_TP8_MTP1, "speculator.k=3"],
               AcceptancePlan("injected", 2.5, "t"))
     spec = json.loads(p.argv[p.argv.index("--speculative-config") + 1])
     assert spec == {"method": "mtp", "num_speculative_tokens": 3,
@@ -72,9 +92,9 @@ def test_vllm_ngram_and_dp_attention() -> None:
 
 
 def test_trtllm_dsr1_fp4_b200_dep8_mtp3_with_extra_options_yaml() -> None:
-    p = _plan(["recipe=dsr1-fp4-b200-trt-mtp-dep"], conc=256)
+    p = _plan(TRT_FP4_B200_DEP8_MTP3, conc=256)
     assert p.argv == [
-        "trtllm-serve", "nvidia/DeepSeek-R1-0528-FP4-v2", "--host", "127.0.0.1",
+        "trtllm-serve", "nvidia/DeepSeek-R1-0528-FP4-V2", "--host", "127.0.0.1",
         "--port", "30000", "--backend", "pytorch", "--tp_size", "8", "--ep_size", "8",
         "--pp_size", "1", "--max_seq_len", str(1024 + 8192 + 256), "--max_batch_size", "256",
         "--extra_llm_api_options", "extra_llm_api_options.yaml",
@@ -90,7 +110,8 @@ def test_trtllm_dsr1_fp4_b200_dep8_mtp3_with_extra_options_yaml() -> None:
 
 
 def test_trtllm_forced_acceptance_counts_drafts_only() -> None:
-    p = _plan(["recipe=dsr1-fp4-b200-trt-mtp-dep"], AcceptancePlan("injected", 2.5, "t"))
+    # the catalog recipe (upstream command and YAML) gets the same knob
+    p = _plan(["recipe=dsr1-fp4-b200-trt-mtp-dpa"], AcceptancePlan("injected", 2.5, "t"))
     assert p.env == {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "1.5"}
 
 
@@ -116,13 +137,13 @@ def test_container_image_wraps_the_command_and_passes_env_by_name() -> None:
     assert "-e" in p.argv and "SGLANG_SIMULATE_ACC_LEN" in p.argv
     assert "2.49" not in p.argv  # values stay in the environment
     i = p.argv.index("lmsysorg/sglang:v0.5.23")
-    assert p.argv[i + 1:i + 4] == [PY, "-m", "sglang.launch_server"]
+    assert p.argv[i + 1:i + 4] == ["python3", "-m", "sglang.launch_server"]  # the script's
     assert "{launch_dir}:/launch" in p.argv
 
 
 def test_no_engine_builds_a_shell_string() -> None:
-    for ov in (["recipe=dsr1-fp4-b200-sglang-mtp"], ["recipe=dsr1-fp8-h200-vllm-mtp"],
-               ["recipe=dsr1-fp4-b200-trt-mtp-dep"],
+    for ov in (["recipe=dsr1-fp4-b200-sglang-mtp"], VLLM_FP8_H200_TP8_MTP1,
+               ["recipe=dsr1-fp4-b200-trt-mtp-dpa"], ["recipe=dsr1-fp8-mi355x-atom-mtp"],
                ["engine=vllm", "engine.extra_args=[--x, 'a b; rm -rf /']"]):
         p = _plan(ov)
         assert isinstance(p.argv, list) and all(isinstance(a, str) for a in p.argv)
@@ -138,4 +159,4 @@ def test_pyxis_runs_the_engine_inside_the_slurm_allocation() -> None:
                           "--container-image=lmsysorg/sglang:v0.5.23",
                           "--container-mounts={launch_dir}:/launch",
                           "--container-workdir=/launch"]
-    assert p.argv[7:10] == [PY, "-m", "sglang.launch_server"]
+    assert p.argv[7:10] == ["python3", "-m", "sglang.launch_server"]
