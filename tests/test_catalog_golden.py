@@ -1,5 +1,6 @@
-"""Golden catalog: every InferenceX single-node DeepSeek-R1 key as a named recipe, checked launch
-by launch against the upstream script's server command (docs/upstream/inferencex.md §1, §2).
+"""Golden catalog: every InferenceX single-node DeepSeek-R1 key (and the DeepSeek-V4-Pro vLLM
+keys) as a named recipe, checked launch by launch against the upstream script's server command
+(docs/upstream/inferencex.md §1, §2).
 
 For each key: the recipes' launches cover exactly the catalog's (topology, concurrency) points
 (conc-start..conc-end doubling, the last clamped, §1.4); each launch's argv is the script's
@@ -14,6 +15,7 @@ EP_SIZE, CONC substituted, PORT 8888, host 127.0.0.1 (upstream binds 0.0.0.0). N
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -26,6 +28,7 @@ from harness.config.compose import compose_sweep
 from harness.config.launches import launches
 from harness.engines.registry import make_adapter
 from harness.engines.trtllm import EXTRA_OPTIONS_FILE, METRICS_OPTIONS
+from harness.spec.acceptance import AcceptancePlan
 
 RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "recipe"
 H, PORT = "127.0.0.1", "8888"
@@ -410,6 +413,115 @@ def dsr1_fp8_mi355x_atom_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
                {"OMP_NUM_THREADS": "1"})
 
 
+# ---------------------------------------------------------------- DeepSeek-V4-Pro, vLLM (NVIDIA)
+
+DSV4 = "deepseek-ai/DeepSeek-V4-Pro"
+VLLM_COMPILE = '{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":["all"]}'
+DSV4_PARSERS = ["--tokenizer-mode", "deepseek_v4", "--tool-call-parser", "deepseek_v4",
+                "--enable-auto-tool-choice", "--reasoning-parser", "deepseek_v4"]
+
+
+def vllm_parallel(tp: int, dp: bool) -> list[str]:
+    """PARALLEL_ARGS: (--tensor-parallel-size $TP --data-parallel-size 1), or under
+    DP_ATTENTION (--tensor-parallel-size 1 --data-parallel-size $TP)."""
+    if dp:
+        return ["--tensor-parallel-size", "1", "--data-parallel-size", str(tp)]
+    return ["--tensor-parallel-size", str(tp), "--data-parallel-size", "1"]
+
+
+def dsv4_fp4_b200_vllm(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp4_b200_vllm.sh@045984b0f81ec5384987936402641cea257169ab
+    ep_args = ["--enable-expert-parallel"] if ep > 1 else []
+    moe = ["--moe-backend", "deep_gemm_mega_moe"] if ep > 1 else []
+    eplb = (["--enable-eplb", "--eplb-config", '{"communicator":"torch_nccl", "use_async": false}']
+            if dp else [])
+    prefill = ["--prefill-schedule-interval", "4"] if dp else []
+    mnbt = ISL if conc <= 128 else 2048  # ISL 8192 and CONC <= 128
+    argv = ["vllm", "serve", DSV4, "--host", H, "--port", PORT, "--trust-remote-code",
+            "--kv-cache-dtype", "fp8", "--block-size", "256", "--no-enable-prefix-caching",
+            *vllm_parallel(tp, dp), *ep_args, *moe, *eplb, *prefill,
+            "--compilation-config", VLLM_COMPILE, "--attention_config.use_fp4_indexer_cache=True",
+            *DSV4_PARSERS, "--max-cudagraph-capture-size", "2048",
+            "--max-model-len", str(MAX_MODEL_LEN), "--max-num-batched-tokens", str(mnbt)]
+    return Cmd(argv, {"VLLM_ENGINE_READY_TIMEOUT_S": "3600"})
+
+
+def dsv4_fp4_b200_vllm_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp4_b200_vllm_mtp.sh@8eec0d4ed58b1a7ab659bc8b4038ffddf3452ea2
+    ep_args = ["--enable-expert-parallel"] if ep > 1 else []
+    gmu = ["--gpu-memory-utilization", "0.95"] if dp else []
+    moe = ["--moe-backend", "deep_gemm_mega_moe"] if dp else []
+    argv = ["vllm", "serve", DSV4, "--host", H, "--port", PORT, "--trust-remote-code",
+            "--kv-cache-dtype", "fp8", "--block-size", "256", "--no-enable-prefix-caching",
+            *vllm_parallel(tp, dp), *ep_args, *gmu, *moe,
+            "--compilation-config", VLLM_COMPILE, "--attention_config.use_fp4_indexer_cache=True",
+            *DSV4_PARSERS, "--max-cudagraph-capture-size", "2048",
+            "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2}',
+            "--max-model-len", str(MAX_MODEL_LEN), "--max-num-batched-tokens", str(ISL * 2)]
+    return Cmd(argv, {"VLLM_ENGINE_READY_TIMEOUT_S": "3600"})
+
+
+def _dsv4_fp4_b300_vllm(tp: int, ep: int, dp: bool, mtp: bool) -> Cmd:
+    ep_args = ["--enable-expert-parallel"] if ep > 1 else []
+    moe = ["--moe-backend", "deep_gemm_mega_moe"] if dp else []
+    mnbt = 2048 if dp else ISL * 2
+    spec = (["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2}']
+            if mtp else [])
+    # vllm serve "$MODEL_PATH" --served-model-name "$MODEL" (MODEL_PATH = MODEL when unset)
+    argv = ["vllm", "serve", DSV4, "--served-model-name", DSV4, "--host", H, "--port", PORT,
+            *vllm_parallel(tp, dp), "--pipeline-parallel-size", "1", "--kv-cache-dtype", "fp8",
+            "--trust-remote-code", "--block-size", "256", "--no-enable-prefix-caching",
+            *ep_args, *moe, "--compilation-config", VLLM_COMPILE,
+            "--attention_config.use_fp4_indexer_cache", "True", *DSV4_PARSERS,
+            "--max-cudagraph-capture-size", "2048", *spec,
+            "--max-model-len", str(MAX_MODEL_LEN), "--max-num-batched-tokens", str(mnbt)]
+    env = {"VLLM_ENGINE_READY_TIMEOUT_S": "3600"}
+    if mtp:
+        env["SPEEDBENCH_NUM_SPEC_TOKENS"] = "2"
+    return Cmd(argv, env)
+
+
+def dsv4_fp4_b300_vllm(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp4_b300_vllm.sh@2a3fa86b09f2916943a7d3913c483d4e8612f5af
+    # (PROFILE_VLLM_ARGS empty: no profiling)
+    return _dsv4_fp4_b300_vllm(tp, ep, dp, mtp=False)
+
+
+def dsv4_fp4_b300_vllm_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp4_b300_vllm_mtp.sh@886c43ae9a5434811c1b3d6e384b45e76640ff4c
+    return _dsv4_fp4_b300_vllm(tp, ep, dp, mtp=True)
+
+
+def _dsv4_fp8_h200(tp: int, ep: int, dp: bool, mtp: bool) -> Cmd:
+    ep_args = ["--enable-expert-parallel"] if ep > 1 else []
+    spec = (["--speculative-config", '{"method":"mtp","num_speculative_tokens":2}']
+            if mtp else [])
+    # MAX_MODEL_LEN_ARG: "--max-model-len 800000" (plain), "--max-model-len $MAX_MODEL_LEN" (MTP)
+    argv = ["vllm", "serve", DSV4, "--host", H, "--port", PORT, "--trust-remote-code",
+            "--kv-cache-dtype", "fp8", "--block-size", "256", "--no-enable-prefix-caching",
+            *vllm_parallel(tp, dp), *ep_args,
+            "--max-model-len", str(MAX_MODEL_LEN) if mtp else "800000",
+            "--gpu-memory-utilization", "0.95", "--max-num-seqs", "512",
+            "--max-num-batched-tokens", "512", "--no-enable-flashinfer-autotune",
+            "--compilation-config", '{"mode":0,"cudagraph_mode":"FULL_DECODE_ONLY"}', *spec,
+            *DSV4_PARSERS]
+    env = {"VLLM_ENGINE_READY_TIMEOUT_S": "3600"}
+    if mtp:
+        env["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"] = "0"
+    return Cmd(argv, env)
+
+
+def dsv4_fp8_h200(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp8_h200.sh@8eec0d4ed58b1a7ab659bc8b4038ffddf3452ea2 (legacy name:
+    # no dsv4_fp8_h200_vllm.sh, so the launcher runs this vLLM script)
+    return _dsv4_fp8_h200(tp, ep, dp, mtp=False)
+
+
+def dsv4_fp8_h200_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp8_h200_mtp.sh@8eec0d4ed58b1a7ab659bc8b4038ffddf3452ea2
+    return _dsv4_fp8_h200(tp, ep, dp, mtp=True)
+
+
 # ---------------------------------------------------------------- the catalog
 
 Row = tuple[int, int, bool, int, int]  # tp, ep, dp-attn, conc-start, conc-end
@@ -489,6 +601,25 @@ CATALOG: dict[str, Key] = {
     "dsr1-fp8-mi355x-atom": Key(AMD, ATOM_0511, [(8, 1, False, 4, 128)], dsr1_fp8_mi355x_atom),
     "dsr1-fp8-mi355x-atom-mtp": Key(AMD, ATOM_013, [(8, 1, False, 4, 256)],
                                     dsr1_fp8_mi355x_atom_mtp),
+    # DeepSeek-V4-Pro, nvidia-master.yaml@11776f53 (the vLLM keys; others: README)
+    "dsv4-fp4-b200-vllm": Key(NV, "vllm/vllm-openai:v0.25.0",
+                              [(8, 1, False, 1, 64), (8, 8, False, 128, 256),
+                               (8, 8, True, 64, 1024)], dsv4_fp4_b200_vllm),
+    "dsv4-fp4-b200-vllm-mtp": Key(NV, "vllm/vllm-openai:v0.25.0",
+                                  [(8, 1, False, 1, 64), (8, 8, False, 128, 256),
+                                   (8, 8, True, 64, 256)], dsv4_fp4_b200_vllm_mtp),
+    "dsv4-fp4-b300-vllm": Key(NV, "vllm/vllm-openai:v0.25.0",
+                              [(4, 1, False, 1, 64), (8, 1, False, 1, 4), (4, 4, True, 256, 512),
+                               (8, 8, True, 2048, 2048)], dsv4_fp4_b300_vllm),
+    "dsv4-fp4-b300-vllm-mtp": Key(NV, "vllm/vllm-openai:v0.25.0",
+                                  [(4, 1, False, 1, 64), (8, 1, False, 1, 8),
+                                   (4, 4, False, 64, 256), (4, 4, True, 256, 512)],
+                                  dsv4_fp4_b300_vllm_mtp),
+    "dsv4-fp8-h200-vllm": Key(NV, "vllm/vllm-openai:v0.25.1",
+                              [(8, 1, False, 1, 256), (8, 8, True, 1, 256)], dsv4_fp8_h200),
+    "dsv4-fp8-h200-vllm-mtp": Key(NV, "vllm/vllm-openai:v0.25.1",
+                                  [(8, 1, False, 1, 256), (8, 8, True, 1, 256)],
+                                  dsv4_fp8_h200_mtp),
 }
 
 
@@ -613,6 +744,28 @@ def test_trtllm_yaml_gaps_are_only_where_documented() -> None:
                 got.pop(m)
             seen |= yaml_diff(got, want.yaml)
         assert seen == k.yaml_gaps, key
+
+
+def _first_plan(name: str, acceptance: AcceptancePlan):
+    ln = launches(compose(name))[0]
+    return make_adapter(ln.sc, acceptance).launch_plan(8888, ln.sc.concurrency[0])
+
+
+def test_injected_acceptance_reaches_the_upstream_commands() -> None:
+    """Each engine's injection knob added to the script's command, nothing else changed."""
+    inj = AcceptancePlan("injected", 2.27, "t")
+    p = _first_plan("dsr1-fp4-b200-sglang-mtp", inj)
+    assert p.env["SGLANG_SIMULATE_ACC_LEN"] == "2.27"
+    assert p.env["SGLANG_ENABLE_SPEC_V2"] == "1"  # the script's own env stays
+    p = _first_plan("dsv4-fp4-b200-vllm-mtp", inj)
+    i = p.argv.index("--speculative-config")
+    assert json.loads(p.argv[i + 1]) == {"method": "mtp", "num_speculative_tokens": 2,
+                                         "rejection_sample_method": "synthetic",
+                                         "synthetic_acceptance_length": 2.27}
+    p = _first_plan("dsr1-fp8-h200-trt-mtp", inj)
+    assert p.env == {"PYTHONNOUSERSITE": "1", "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "1.27"}
+    p = _first_plan("dsr1-fp8-mi355x-atom-mtp", inj)
+    assert p.argv[-2:] == ["--spec-decode-acceptance-length", "2.27"]
 
 
 def test_untranscribed_key_runs_the_adapters_own_flags() -> None:
