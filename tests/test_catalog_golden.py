@@ -1,6 +1,6 @@
-"""Golden catalog: every InferenceX single-node DeepSeek-R1 key (and the DeepSeek-V4-Pro vLLM
-keys) as a named recipe, checked launch by launch against the upstream script's server command
-(docs/upstream/inferencex.md §1, §2).
+"""Golden catalog: every InferenceX single-node DeepSeek-R1 key, and the DeepSeek-V4-Pro vLLM keys
+of both masters, as a named recipe, checked launch by launch against the upstream script's
+server command (docs/upstream/inferencex.md §1, §2).
 
 For each key: the recipes' launches cover exactly the catalog's (topology, concurrency) points
 (conc-start..conc-end doubling, the last clamped, §1.4); each launch's argv is the script's
@@ -522,6 +522,61 @@ def dsv4_fp8_h200_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
     return _dsv4_fp8_h200(tp, ep, dp, mtp=True)
 
 
+# ---------------------------------------------------------------- DeepSeek-V4-Pro, vLLM (AMD)
+
+ROCM_COMPILE = '{"mode":3,"cudagraph_mode":"FULL_AND_PIECEWISE"}'
+
+
+def _dsv4_fp4_mi355x_vllm(tp: int, ep: int, dp: bool, mtp: bool) -> Cmd:
+    ep_args = ["--enable-expert-parallel"] if ep > 1 else []
+    moe = ["--moe-backend", "aiter"] if mtp else []  # MOE_BACKEND default aiter (MTP script)
+    spec = (["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2}']
+            if mtp else [])
+    argv = ["vllm", "serve", DSV4, "--port", PORT, *vllm_parallel(tp, dp), *ep_args,
+            "--async-scheduling", "--no-enable-prefix-caching",
+            "--distributed-executor-backend", "mp", "--gpu-memory-utilization", "0.8",
+            "--kv-cache-dtype", "fp8", "--trust-remote-code", *moe,
+            "--tokenizer-mode", "deepseek_v4", "--reasoning-parser", "deepseek_v4", *spec,
+            "--compilation-config", ROCM_COMPILE]
+    env = ({"VLLM_ROCM_USE_AITER": "1", "VLLM_ROCM_USE_AITER_MOE": "1"} if mtp else
+           {"VLLM_ROCM_USE_AITER": "1", "ATOM_MOE_GU_ITLV": "1", "AITER_BF16_FP8_MOE_BOUND": "0"})
+    return Cmd(argv, env)  # HIP_VISIBLE_DEVICES only mirrors a set ROCR_VISIBLE_DEVICES
+
+
+def dsv4_fp4_mi355x_vllm(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp4_mi355x_vllm.sh@0d704f548501f7393dfb20237d00f3d0370606e1
+    return _dsv4_fp4_mi355x_vllm(tp, ep, dp, mtp=False)
+
+
+def dsv4_fp4_mi355x_vllm_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp4_mi355x_vllm_mtp.sh@323ef3ba31494c1d59bfe44109c18db21e272a59
+    return _dsv4_fp4_mi355x_vllm(tp, ep, dp, mtp=True)
+
+
+def _dsv4_fp8_gfx942_vllm(tp: int, ep: int, dp: bool, mtp: bool) -> Cmd:
+    ep_args = ["--enable-expert-parallel"] if ep > 1 else []
+    spec = (["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2}']
+            if mtp else [])
+    argv = ["vllm", "serve", DSV4, "--port", PORT, *vllm_parallel(tp, dp), *ep_args,
+            "--quantization", "deepseek_v4_fp8", "--async-scheduling",
+            "--no-enable-prefix-caching", "--distributed-executor-backend", "mp",
+            "--gpu-memory-utilization", "0.9", "--max-model-len", str(MAX_MODEL_LEN),
+            "--kv-cache-dtype", "fp8", "--trust-remote-code",
+            "--tokenizer-mode", "deepseek_v4", "--reasoning-parser", "deepseek_v4", *spec,
+            "--compilation-config", ROCM_COMPILE]
+    return Cmd(argv, {"VLLM_ROCM_USE_AITER": "1", "VLLM_ROCM_USE_AITER_MOE": "1"})
+
+
+def dsv4_fp8_mi300x(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp8_mi300x.sh@3f58f40800f3212f54f09277c7af5ec29713fae4 (vLLM)
+    return _dsv4_fp8_gfx942_vllm(tp, ep, dp, mtp=False)
+
+
+def dsv4_fp8_mi325x_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp8_mi325x_mtp.sh@56767f1fd8cf0ff3708641e95f246c55239606b7
+    return _dsv4_fp8_gfx942_vllm(tp, ep, dp, mtp=True)
+
+
 # ---------------------------------------------------------------- the catalog
 
 Row = tuple[int, int, bool, int, int]  # tp, ep, dp-attn, conc-start, conc-end
@@ -546,6 +601,7 @@ SGL_MI30X = "lmsysorg/sglang:v0.5.12-rocm700-mi30x"
 ATOM_0511 = "rocm/atom:rocm7.2.3_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom20260511"
 ATOM_013 = "rocm/atom:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom0.1.3"
 CG_BS = "cuda_graph_config.max_batch_size"
+ROCM_VLLM = "vllm/vllm-openai-rocm:nightly-09663abde0f50944a8d5ea30120666024b503faa"
 
 CATALOG: dict[str, Key] = {
     # configs/nvidia-master.yaml@11776f53c960b412276388f4d785f7d0383c7ec2
@@ -620,6 +676,14 @@ CATALOG: dict[str, Key] = {
     "dsv4-fp8-h200-vllm-mtp": Key(NV, "vllm/vllm-openai:v0.25.1",
                                   [(8, 1, False, 1, 256), (8, 8, True, 1, 256)],
                                   dsv4_fp8_h200_mtp),
+    # DeepSeek-V4-Pro, amd-master.yaml@7efe2986 (the vLLM keys)
+    "dsv4-fp4-mi355x-vllm": Key(AMD, ROCM_VLLM, [(8, 1, False, 4, 512)], dsv4_fp4_mi355x_vllm),
+    "dsv4-fp4-mi355x-vllm-mtp": Key(AMD, ROCM_VLLM, [(8, 1, False, 4, 512)],
+                                    dsv4_fp4_mi355x_vllm_mtp),
+    "dsv4-fp8-mi300x-vllm": Key(AMD, ROCM_VLLM, [(8, 1, False, 4, 256)], dsv4_fp8_mi300x),
+    "dsv4-fp8-mi300x-vllm-mtp": Key(AMD, ROCM_VLLM, [(8, 1, False, 4, 128)], None),
+    "dsv4-fp8-mi325x-vllm": Key(AMD, ROCM_VLLM, [(8, 1, False, 4, 256)], None),
+    "dsv4-fp8-mi325x-vllm-mtp": Key(AMD, ROCM_VLLM, [(8, 1, False, 4, 128)], dsv4_fp8_mi325x_mtp),
 }
 
 
@@ -768,15 +832,23 @@ def test_injected_acceptance_reaches_the_upstream_commands() -> None:
     assert p.argv[-2:] == ["--spec-decode-acceptance-length", "2.27"]
 
 
-def test_untranscribed_key_runs_the_adapters_own_flags() -> None:
-    """dsr1-fp8-mi325x-sglang-mtp: no script in the index; the adapter's EAGLE flags."""
-    sc = compose("dsr1-fp8-mi325x-sglang-mtp")
-    assert not sc.engine.argv_template and "not found" in sc.recipe_source
-    ln = launches(sc)[0]
-    argv = make_adapter(ln.sc).launch_plan(8888, ln.sc.concurrency[0]).argv
-    i = argv.index("--speculative-algorithm")
-    assert argv[i:i + 2] == ["--speculative-algorithm", "EAGLE"]
-    assert argv[argv.index("--tp") + 1] == "8"
+@pytest.mark.parametrize("key", [k for k in KEYS if CATALOG[k].script is None])
+def test_untranscribed_keys_run_the_adapters_own_flags(key: str) -> None:
+    """No script in the index: the adapter's own flags at the catalog's topology, and the
+    recipe says so."""
+    sc = compose(key)
+    assert not sc.engine.argv_template and "not transcribed" in sc.recipe_source
+    for ln in launches(sc):
+        argv = make_adapter(ln.sc).launch_plan(8888, ln.sc.concurrency[0]).argv
+        if ln.sc.engine.kind == "sglang":
+            assert argv[argv.index("--tp") + 1] == str(ln.sc.topology.tp)
+            i = argv.index("--speculative-algorithm")
+            assert argv[i:i + 2] == ["--speculative-algorithm", "EAGLE"]
+        else:
+            assert argv[argv.index("--tensor-parallel-size") + 1] == str(ln.sc.topology.tp)
+            if ln.sc.speculator.method == "mtp":
+                spec = json.loads(argv[argv.index("--speculative-config") + 1])
+                assert spec == {"method": "mtp", "num_speculative_tokens": 2}
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in RECIPES.glob("*.yaml")))
