@@ -1,6 +1,6 @@
 """Golden catalog: every InferenceX single-node DeepSeek-R1 key, and the DeepSeek-V4-Pro vLLM keys
-of both masters, as a named recipe, checked launch by launch against the upstream script's
-server command (docs/upstream/inferencex.md §1, §2).
+of both masters and its H200 SGLang keys, as a named recipe, checked launch by launch against
+the upstream script's server command (docs/upstream/inferencex.md §1, §2).
 
 For each key: the recipes' launches cover exactly the catalog's (topology, concurrency) points
 (conc-start..conc-end doubling, the last clamped, §1.4); each launch's argv is the script's
@@ -577,6 +577,30 @@ def dsv4_fp8_mi325x_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
     return _dsv4_fp8_gfx942_vllm(tp, ep, dp, mtp=True)
 
 
+# ---------------------------------------------------------------- DeepSeek-V4-Pro, SGLang (H200)
+
+def _dsv4_fp8_h200_sglang(tp: int, conc: int, mtp: bool) -> Cmd:
+    argv = ["sglang", "serve", "--model-path", DSV4, "--host", H, "--port", PORT,
+            "--trust-remote-code", "--tp", str(tp), "--moe-runner-backend", "marlin",
+            "--chunked-prefill-size", "4096", "--disable-flashinfer-autotune",
+            "--disable-radix-cache", "--mem-fraction-static", "0.88",
+            "--max-running-requests", str(max(conc * 3 // 2, 8))]
+    if mtp:
+        argv += ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
+                 "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+    return Cmd(argv, {"PYTHONNOUSERSITE": "1"}, prefix=2)
+
+
+def dsv4_fp8_h200_sglang(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp8_h200_sglang.sh@8eec0d4ed58b1a7ab659bc8b4038ffddf3452ea2
+    return _dsv4_fp8_h200_sglang(tp, conc, mtp=False)
+
+
+def dsv4_fp8_h200_sglang_mtp(tp: int, ep: int, dp: bool, conc: int) -> Cmd:
+    # fixed_seq_len/dsv4_fp8_h200_sglang_mtp.sh@8eec0d4ed58b1a7ab659bc8b4038ffddf3452ea2
+    return _dsv4_fp8_h200_sglang(tp, conc, mtp=True)
+
+
 # ---------------------------------------------------------------- the catalog
 
 Row = tuple[int, int, bool, int, int]  # tp, ep, dp-attn, conc-start, conc-end
@@ -601,6 +625,8 @@ SGL_MI30X = "lmsysorg/sglang:v0.5.12-rocm700-mi30x"
 ATOM_0511 = "rocm/atom:rocm7.2.3_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom20260511"
 ATOM_013 = "rocm/atom:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom0.1.3"
 CG_BS = "cuda_graph_config.max_batch_size"
+# the catalog pins a digest (sha256:1bf5d508..., not re-read); the recipe has the tag
+DSV4_HOPPER = "lmsysorg/sglang:deepseek-v4-hopper"
 ROCM_VLLM = "vllm/vllm-openai-rocm:nightly-09663abde0f50944a8d5ea30120666024b503faa"
 
 CATALOG: dict[str, Key] = {
@@ -676,6 +702,10 @@ CATALOG: dict[str, Key] = {
     "dsv4-fp8-h200-vllm-mtp": Key(NV, "vllm/vllm-openai:v0.25.1",
                                   [(8, 1, False, 1, 256), (8, 8, True, 1, 256)],
                                   dsv4_fp8_h200_mtp),
+    "dsv4-fp8-h200-sglang": Key(NV, DSV4_HOPPER, [(8, 1, False, 1, 1), (8, 1, False, 4, 64)],
+                                dsv4_fp8_h200_sglang),
+    "dsv4-fp8-h200-sglang-mtp": Key(NV, DSV4_HOPPER, [(8, 1, False, 1, 1), (8, 1, False, 4, 64)],
+                                    dsv4_fp8_h200_sglang_mtp),
     # DeepSeek-V4-Pro, amd-master.yaml@7efe2986 (the vLLM keys)
     "dsv4-fp4-mi355x-vllm": Key(AMD, ROCM_VLLM, [(8, 1, False, 4, 512)], dsv4_fp4_mi355x_vllm),
     "dsv4-fp4-mi355x-vllm-mtp": Key(AMD, ROCM_VLLM, [(8, 1, False, 4, 512)],
