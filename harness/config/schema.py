@@ -123,6 +123,13 @@ class ScenarioConfig:
     warmup_per_conc: int = 2  # warmup requests = this x concurrency (excluded from metrics)
     api: str = "completions"  # completions | chat
     chat_template: bool | None = None  # None: on when a speculator runs (real acceptance)
+    # inferencex: consecutive token ids from a random offset, as InferenceX's random dataset
+    # (default); filtered: random draws from a vocabulary that re-tokenizes exactly on servers
+    # whose tokenizer differs from Hugging Face's (llama.cpp)
+    prompts: str = "inferencex"
+    # first: the warmup requests are copies of the first prompt (InferenceX); distinct: each
+    # its own prompt
+    warmup_prompts: str = "first"
     sampling: dict[str, Any] = field(default_factory=dict)  # extra sampling fields per request
     # Give every request its own sampling `seed` (derived from the run seed): reproducible
     # sampling, and reproducible forced acceptance (engines draw the accept uniforms per request).

@@ -330,6 +330,12 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
 def _check_fixed(sc: SweepConfig, where: Locator) -> None:
     """A fixed-sequence shape the model can serve."""
     sc_, model = sc.scenario, sc.model
+    for key, value, options in (("scenario.prompts", sc_.prompts, ("inferencex", "filtered")),
+                                ("scenario.warmup_prompts", sc_.warmup_prompts,
+                                 ("first", "distinct"))):
+        if value not in options:
+            raise ConfigError(where(key), key, f"unknown choice {value!r}",
+                              f"use one of {', '.join(options)} (docs/settings.md)")
     if sc_.isl < 1 or sc_.osl < 1:
         raise ConfigError(where("scenario.isl"), "scenario.isl",
                           "fixed-sequence scenarios need isl and osl >= 1",

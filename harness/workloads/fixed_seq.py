@@ -146,14 +146,15 @@ def build_fixed_point(
     osls = draw_lengths(rng, scenario.osl, scenario.range_ratio, n)
     path = "/v1/chat/completions" if builder.api == "chat" else "/v1/completions"
     specs: list[RequestSpec] = []
+    built = [builder.build(rng, int(isls[i])) for i in range(n_warm, n)]
+    if scenario.warmup_prompts == "first":  # InferenceX: warmups are copies of the first prompt
+        built = [built[0]] * n_warm + built
+        isls[:n_warm], osls[:n_warm] = isls[n_warm], osls[n_warm]
+    else:
+        built = [builder.build(rng, int(isls[i])) for i in range(n_warm)] + built
     for i in range(n):
-        text, expected = builder.build(rng, int(isls[i]))
-        body = dict(body_base)
-        if builder.api == "chat":
-            body["messages"] = builder.messages(text)
-        else:
-            body["prompt"] = builder.render(text)
-        body["max_tokens"] = int(osls[i])
+        text, expected = built[i]
+        body = {**body_base, **request_fields(builder.api, builder, text, int(osls[i]))}
         if scenario.seed_requests:
             body["seed"] = int(rng.integers(0, 2**31 - 1))
         phase = PHASE_WARMUP if i < n_warm else PHASE_MEASURED
@@ -172,6 +173,16 @@ def build_fixed_point(
         if progress is not None:
             progress(1)
     return FixedPointRequests(specs[:n_warm], specs[n_warm:])
+
+
+def request_fields(api: str, builder: Any, text: str, max_tokens: int) -> dict[str, Any]:
+    """The per-request fields InferenceX's client sends (backend_request_func.py): completions
+    carry `prompt`, `max_tokens`, `best_of: 1`, `logprobs: null`; chat carries the text as one
+    user turn of content parts and `max_completion_tokens`."""
+    if api == "chat":
+        return {"messages": builder.messages(text), "max_completion_tokens": max_tokens}
+    return {"prompt": builder.render(text), "max_tokens": max_tokens, "best_of": 1,
+            "logprobs": None}
 
 
 def stream_body(model_name: str, sampling: dict[str, Any], extras: dict[str, Any]) -> dict:
@@ -217,11 +228,20 @@ class FixedSequenceWorkload(Workload):
         s = self.sc.scenario
         return (s.warmup_per_conc + s.requests_per_conc) * level.concurrency
 
+    def builder(self) -> Any:
+        """InferenceX's random prompts, or the exact filtered ones (scenario.prompts)."""
+        scen = self.sc.scenario
+        if scen.prompts == "inferencex":
+            from harness.workloads.inferencex_prompts import InferenceXPromptBuilder
+
+            return InferenceXPromptBuilder(self.tokenizer, scen.api, self.chat_template())
+        return PromptBuilder.for_tokenizer(self.tokenizer, scen.api, self.chat_template())
+
     def prepare(self, levels: list[LoadLevel], body: dict[str, Any]) -> None:
         from tqdm import tqdm
 
         scen = self.sc.scenario
-        builder = PromptBuilder.for_tokenizer(self.tokenizer, scen.api, self.chat_template())
+        builder = self.builder()
         total = sum(self.expected_requests(lv) for lv in levels)
         with tqdm(total=total, desc="building prompts", unit="req", leave=False) as bar:
             for lv in levels:
