@@ -227,9 +227,10 @@ def _calibrate(argv: list[str]) -> int:
 
     cs = settings_from_args(a, sc_for(a.k[0], None).chip.name)
     a.work_dir.mkdir(parents=True, exist_ok=True)
-    rows = calibrate(sc_for, cs, a.work_dir, repo_root())
+    # each row is written as it is measured: an interrupted calibration keeps what it measured
+    keep = None if a.print_only else (lambda row: upsert([row], a.out))
+    rows = calibrate(sc_for, cs, a.work_dir, repo_root(), keep=keep)
     if not a.print_only:
-        upsert(rows, a.out)
         print(f"wrote {len(rows)} rows to {a.out}")
     if a.golden_yaml:
         a.golden_yaml.parent.mkdir(parents=True, exist_ok=True)

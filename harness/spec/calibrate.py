@@ -226,14 +226,18 @@ def make_row(sc: SweepConfig, cs: CalibrationSettings, ps: PromptSet, m: Measure
         sampling=sampling_text(sampling_fields(cs, sc), cs, ps.template_kwargs),
         engine=f"{sc.engine.kind} {m.version}", source="harness calibrate",
         source_kind="calibration (real acceptance)",
-        notes=f"{counts}; AL = 1 + {m.counter_names}; harness {revision}",
+        # a counter caveat (SGLang drops accepted tokens past max_tokens) travels with the row
+        notes=(f"{counts}; AL = 1 + {m.counter_names}"
+               + (f" ({r.reason})" if r.reason and r.source == "counters" else "")
+               + f"; harness {revision}"),
         measured_on=time.strftime("%Y-%m-%d"))
 
 
 def calibrate(sc_for: Any, cs: CalibrationSettings, run_root: Path, repo: Path,
-              progress: Any = print) -> list[AcceptanceRow]:
+              progress: Any = print, keep: Any = None) -> list[AcceptanceRow]:
     """`sc_for(k, thinking)` gives the SweepConfig of the engine at draft length k in that
-    thinking mode (None: the model's default)."""
+    thinking mode (None: the model's default). `keep(row)` is called as each row is measured,
+    so a calibration stopped at k=5 has kept k=1..4 (minutes each on a CPU)."""
     tokenizer = load_tokenizer(sc_for(cs.ks[0], cs.thinking[0]).model)
     rows = []
     revision = git_revision(repo)
@@ -246,6 +250,8 @@ def calibrate(sc_for: Any, cs: CalibrationSettings, run_root: Path, repo: Path,
             m = measure(sc, cs, ps, run_root, f"calibrate-thinking-{mode}-k{k}")
             row = make_row(sc, cs, ps, m, revision)
             rows.append(row)
+            if keep is not None:
+                keep(row)
             r = m.acceptance
             progress(f"k={k} thinking {row.thinking}: AL {r.al:.4f} = 1 + "
                      f"{r.accepted_tokens or 0:.0f} accepted / {r.drafts or 0:.0f} drafts "
