@@ -18,9 +18,10 @@ from harness.config.validate import Locator, to_sweep_config
 RECIPES = str(repo_root() / "recipes")
 
 
-def _compose(overrides: list[str]):
+def _compose(overrides: list[str], extra_search: str = ""):
     GlobalHydra.instance().clear()
-    search = f"hydra.searchpath=[file://{repo_root()}]"
+    paths = [f"file://{repo_root()}"] + ([f"file://{extra_search}"] if extra_search else [])
+    search = f"hydra.searchpath=[{','.join(paths)}]"
     with initialize_config_dir(config_dir=RECIPES, version_base=None):
         cfg = compose("sweep", overrides=[*overrides, "run_id=t", search],
                       return_hydra_config=True)
@@ -30,8 +31,8 @@ def _compose(overrides: list[str]):
     return cfg, Locator(choices, overrides)
 
 
-def _error(overrides: list[str]) -> ConfigError:
-    cfg, where = _compose(overrides)
+def _error(overrides: list[str], extra_search: str = "") -> ConfigError:
+    cfg, where = _compose(overrides, extra_search)
     with pytest.raises(ConfigError) as ei:
         to_sweep_config(cfg, where)
     return ei.value
@@ -52,13 +53,13 @@ def test_misspelt_key_names_the_file_the_key_and_the_right_spelling() -> None:
 
 
 def test_misspelt_key_in_a_recipe_file_names_that_file(tmp_path) -> None:
-    bad = repo_root() / "recipes" / "model" / "_test_bad.yaml"
+    # a recipe of the user's own, on Hydra's search path (the repository's recipes untouched)
+    (tmp_path / "model").mkdir()
+    bad = tmp_path / "model" / "_test_bad.yaml"
     bad.write_text((repo_root() / "recipes/model/smollm2-135m.yaml").read_text()
                    + "contxt_length: 5\n")
-    try:
-        e = _error(["model=_test_bad"])
-    finally:
-        bad.unlink()
+    e = _error(["model=_test_bad"], extra_search=str(tmp_path))
+    assert not (repo_root() / "recipes" / "model" / "_test_bad.yaml").exists()
     assert e.where == "recipes/model/_test_bad.yaml"
     assert e.key == "model.contxt_length" and "context_length" in e.fix
 
