@@ -50,9 +50,10 @@ def summary_table(points: Iterable[dict[str, Any]]) -> str:
         row = " ".join(_cell(f, p.get(k), _scale(k)) for _, k, f in _COLUMNS)
         lines.append(f"{row}  {'yes' if p.get('valid') else 'NO'}")
     first = points[0]
-    shape = (f"{first.get('fit')}, concurrency = session trees"
-             if first.get("scenario_kind") == "agentic"
-             else f"ISL {first.get('isl')}, OSL {first.get('osl')}")
+    kind = first.get("scenario_kind")
+    shape = {"agentic": f"{first.get('fit')}, concurrency = session trees",
+             "timestamped": f"{first.get('fit')}, concurrency = speed-up multiplier",
+             }.get(str(kind), f"ISL {first.get('isl')}, OSL {first.get('osl')}")
     title = (f"{first.get('model')} {first.get('precision')} on {first.get('chip')} / "
              f"{first.get('engine')} ({first.get('engine_version')}), "
              f"{first.get('scenario')} ({shape}), speculator {first.get('spec_method')}")
