@@ -145,15 +145,16 @@ def run_schedule(schedule: list[tuple[float, RequestSpec]], target: Target,
 
             async def one(at: float, spec: RequestSpec):
                 rec = await client.send(spec)
-                rec.tags["send_lag_s"] = max(rec.issue_ts - (t0 + at), 0.0)
+                rec.tags["send_lag_s"] = rec.issue_ts - (t0 + at)  # >= 0: it slept until then
                 if on_done is not None:
                     on_done(rec)
                 return rec
 
             tasks = []
             for at, spec in schedule:  # sends never wait for replies
-                delay = t0 + at - time.perf_counter()
-                if delay > 0:
+                # the loop's timers round to a millisecond and may wake a little early: sleep
+                # again until the time has really come (a send is never early)
+                while (delay := t0 + at - time.perf_counter()) > 0:
                     await asyncio.sleep(delay)
                 tasks.append(asyncio.create_task(one(at, spec)))
             records = list(await asyncio.gather(*tasks))
