@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 MOONCAKE = "scenarios/traces/mooncake/conversation_trace.head300.jsonl"
 
 
-def _run(tmp_path, run_id: str, *server_args: str, speedup: str = "10") -> tuple[dict, pd.DataFrame]:
+def _run(tmp_path, run_id: str, *server_args: str,
+         speedup: str = "10") -> tuple[dict, pd.DataFrame]:
     with spawn_server("harness.testing.scripted_server", "--ttft-ms", "5", "--itl-ms", "1",
                       "--tokenizer", str(tokenizer_file()), *server_args) as port:
         r = harness("sweep", "engine=endpoint", f"engine.url=http://127.0.0.1:{port}",
