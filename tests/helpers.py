@@ -20,10 +20,9 @@ def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
                           text=True, timeout=timeout)
 
 
-def engine_pids() -> list[int]:
-    """PIDs of embedded llama.cpp servers started by this test session and still running."""
-    out = subprocess.run(["pgrep", "-f", "harness.engines.llamacpp_server"],
-                         capture_output=True, text=True).stdout
+def our_processes(pattern: str) -> list[int]:
+    """PIDs of processes matching `pattern` that this test session started, still running."""
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
     tag = f"{SESSION_TAG}={os.environ[SESSION_TAG]}".encode()
     mine = []
     for pid in map(int, out.split()):
@@ -33,6 +32,11 @@ def engine_pids() -> list[int]:
         except OSError:  # gone meanwhile, or not ours to read
             continue
     return mine
+
+
+def engine_pids() -> list[int]:
+    """Embedded llama.cpp servers started by this test session and still running."""
+    return our_processes("harness.engines.llamacpp_server")
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:

@@ -44,6 +44,8 @@ import orjson
 from aiohttp import web
 
 from harness.spec.acceptance import synthetic_rates
+from harness.testing.spawn import serve_forever
+from harness.testing.token_count import PromptCounter, content_text
 
 ENGINES = ("sglang", "vllm", "trtllm", "atom")
 MP_HELP = "Multiprocess metric"  # what prometheus_client's MultiProcessCollector writes
@@ -146,16 +148,7 @@ class Emulator:
         self.iterations = 0
         self.created = time.time()
         self.tasks: list[asyncio.Task] = []
-        self.tok = None
-        if o.tokenizer:
-            from tokenizers import Tokenizer
-
-            self.tok = Tokenizer.from_file(o.tokenizer)
-
-    def count(self, text: str) -> int:
-        if self.tok is not None:
-            return len(self.tok.encode(text, add_special_tokens=False).ids)
-        return max(1, len(text.split()))
+        self.count = PromptCounter(o.tokenizer)
 
     def inc(self, key: str, v: float = 1.0, rank: Rank | None = None) -> None:
         d = rank.c if rank is not None else self.c
@@ -279,7 +272,7 @@ class Emulator:
         body = orjson.loads(await request.read())
         chat = request.path.endswith("/chat/completions")
         if chat:
-            text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+            text = " ".join(content_text(m.get("content")) for m in body.get("messages", []))
         else:
             p = body.get("prompt", "")
             text = " ".join(map(str, p)) if isinstance(p, list) else str(p)
@@ -525,12 +518,7 @@ def _usage(req: Req) -> dict[str, int]:
 
 
 async def _serve(port: int, o: Options) -> None:
-    runner = web.AppRunner(Emulator(o).app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
-    await site.start()
-    print(f"PORT {runner.addresses[0][1]}", flush=True)
-    await asyncio.Event().wait()
+    await serve_forever(Emulator(o).app(), port)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -32,6 +32,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from harness.testing.spawn import serve_forever
+from harness.testing.token_count import PromptCounter, content_text
+
 
 @dataclass
 class Defaults:
@@ -82,16 +85,7 @@ class ScriptedServer:
         self.d = defaults
         self.log: dict[str, dict[str, Any]] = {}
         self.counters = Counters()
-        self.tok = None
-        if defaults.tokenizer:
-            from tokenizers import Tokenizer
-
-            self.tok = Tokenizer.from_file(defaults.tokenizer)
-
-    def _count(self, text: str) -> int:
-        if self.tok is not None:
-            return len(self.tok.encode(text, add_special_tokens=False).ids)
-        return len(text.split())
+        self._count = PromptCounter(defaults.tokenizer)
 
     def _script(self, body: dict[str, Any]) -> dict[str, Any]:
         s = {
@@ -120,7 +114,8 @@ class ScriptedServer:
         if "prompt_tokens" in script:
             prompt_tokens = int(script["prompt_tokens"])
         elif chat:
-            prompt_tokens = sum(self._count(str(m.get("content", ""))) for m in body["messages"])
+            prompt_tokens = sum(self._count(content_text(m.get("content")))
+                                for m in body["messages"])
         else:
             prompt = body.get("prompt", "")
             prompt_tokens = len(prompt) if isinstance(prompt, list) else self._count(prompt)
@@ -216,12 +211,7 @@ class ScriptedServer:
 
 
 async def _serve(port: int, defaults: Defaults) -> None:
-    runner = web.AppRunner(ScriptedServer(defaults).app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
-    await site.start()
-    print(f"PORT {runner.addresses[0][1]}", flush=True)
-    await asyncio.Event().wait()
+    await serve_forever(ScriptedServer(defaults).app(), port)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,3 +35,17 @@ def spawn_server(module: str, *args: str, env: dict[str, str] | None = None) -> 
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+async def serve_forever(app: object, port: int) -> None:
+    """Serve an aiohttp app on loopback and print `PORT n` (what spawn_server reads)."""
+    import asyncio
+
+    from aiohttp import web
+
+    runner = web.AppRunner(app, access_log=None)  # type: ignore[arg-type]
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
+    await site.start()
+    print(f"PORT {runner.addresses[0][1]}", flush=True)
+    await asyncio.Event().wait()

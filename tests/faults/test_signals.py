@@ -24,7 +24,7 @@ from harness.engines.base import LaunchPlan
 from harness.engines.process import ServerProcess
 from harness.results import read_points_counted
 from harness.testing.spawn import spawn_server
-from tests.helpers import SESSION_TAG, engine_pids, wait_for
+from tests.helpers import engine_pids, our_processes, wait_for
 
 CONC = "[1,2,3,4,5,6,7,8]"
 INTERRUPTED = re.compile(r"^interrupted: (\d+) points kept in (\S+); rerun with run_id=(\S+) "
@@ -120,17 +120,7 @@ def _interrupt_once(url: str, results: Path, n: int, phase: str, delay: float) -
 
 
 def _our_sweeps() -> list[int]:
-    out = subprocess.run(["pgrep", "-f", "harness.cli sweep"], capture_output=True,
-                         text=True).stdout
-    tag = f"{SESSION_TAG}={os.environ[SESSION_TAG]}".encode()
-    alive = []
-    for pid in map(int, out.split()):
-        try:
-            if tag in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-                alive.append(pid)
-        except OSError:
-            continue
-    return alive
+    return our_processes("harness.cli sweep")
 
 
 def test_ctrl_c_at_twenty_random_moments_always_stops_the_sweep(tmp_path, fast_url) -> None:
