@@ -14,11 +14,12 @@ per stream per step, so with reads of one event (a client keeping up) that is ev
 a read of many, its first and last. Only pending reads holding a flagged event are parsed, event
 by event: a comment or keep-alive is no chunk, and a malformed event (not JSON, truncated,
 invalid UTF-8, empty, not an object) is no chunk and fails the request with "malformed SSE
-event at chunk N: ...", exactly as `strict=True` reports it. What the fast path does not see
-between the first and the last content event: a malformed event inside a read of several that
-is neither its first nor its last, an event framed `data: {...}` whose JSON or shape is wrong
-(a server with a shape bug sends it in the head or tail too, where both paths parse), and a
-server error event. `strict=True` sees all of them.
+event at chunk N: ...", exactly as `strict=True` reports it. A read of several events is also
+checked as a whole, at one more C-speed count: all its events must end `}` (or `]`, for
+[DONE]), so a malformed event inside it is seen too. What the fast path does not see between
+the first and the last content event: an event framed `data: {...}` whose JSON or shape is
+wrong (a server with a shape bug sends it in the head or tail too, where both paths parse), and
+a server error event. `strict=True` sees all of them.
 
 `strict=True` parses every event instead (slower; used to cross-check the fast path and when a
 server's per-chunk token ids are wanted).
@@ -236,6 +237,10 @@ class StreamAccumulator:
                     self._suspects.append((self.n_events - 1, self.n_events))
             except IndexError:
                 pass
+        # A read of several events: every one of them must end "}" (or "]" for [DONE]); one
+        # C-speed count per read, so a malformed event inside it is noticed as well.
+        if n > 1 and buf.count(b"}\n\n") + buf.count(b"]\n\n") < n:
+            self._suspects.append((self.n_events - n, self.n_events))
         if self.strict:
             self._feed_strict(buf, n)
         elif not self._head_done:

@@ -183,3 +183,17 @@ def test_malformed_events_one_per_read_fail_identically(seed: int) -> None:
     assert fast.error == strict.error
     assert fast.error.startswith(f"malformed SSE event at chunk {at[0]}: ")
     assert list(fast.chunk_ts) == list(strict.chunk_ts) and len(fast.chunk_ts) == 400
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_malformed_event_inside_a_read_of_many_is_noticed(seed: int) -> None:
+    """A client that fell behind reads many events at once; a bad one in the middle of such a
+    read fails the request exactly as the strict parse does."""
+    rng = random.Random(seed)
+    events = _chat_stream(400).split(b"\n\n")[:-1]
+    at = rng.randrange(50, len(events) - 50)
+    events.insert(at, rng.choice([b"data: {oops", b"data: garbage", b'data: {"a": 1']))
+    stream = b"\n\n".join(events) + b"\n\n"
+    fast, strict = _feed(stream, False, seed, big=True), _feed(stream, True, seed, big=True)
+    assert fast.error == strict.error, (fast.error, strict.error)
+    assert fast.error.startswith("malformed SSE event at chunk ")
