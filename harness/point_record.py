@@ -38,9 +38,9 @@ class PointIdentity:
     engine: str
     scenario: str
     scenario_kind: str
-    isl: int
-    osl: int
     conc: int
+    isl: int = 0  # fixed-sequence shape; 0 for replayed traces
+    osl: int = 0
     gpus: int = 1
     tp: int = 1
     ep: int = 1

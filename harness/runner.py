@@ -112,8 +112,8 @@ def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loca
     done = set() if sc.fresh else run.completed_ids()
     todo = [p for p in planned if p.level.point_id not in done]
     if len(todo) < len(planned):
-        print(f"resuming {name}: {len(planned) - len(todo)} of {len(planned)} points "
-              "already complete")
+        print(f"resuming: {len(planned) - len(todo)} of {len(planned)} points already "
+              f"complete ({name})")
     if not todo:
         return []
     ctx = prepare_job(sc, run, name, repo, locate, todo, plan)

@@ -188,7 +188,8 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
     "client.max_stamp_err_ms": (0, None, True, "e.g. client.max_stamp_err_ms=1.0"),
     "client.max_cpu_share": (0, 1, True, "a share in (0, 1], e.g. 0.95"),
     "engine.startup_timeout_s": (0, None, True, "e.g. engine.startup_timeout_s=900"),
-    "engine.threads": (1, None, False, "e.g. engine.threads=2, or null for all cores"),
+    "engine.threads": (-1, None, False, "e.g. engine.threads=2, -1 for every core but the "
+                       "client's, or null for all cores"),
     "speculator.k": (0, 64, False, "e.g. speculator.k=3"),
     "speculator.ngram_min": (1, None, False, "e.g. speculator.ngram_min=2"),
     "speculator.ngram_max": (1, None, False, "e.g. speculator.ngram_max=4"),
