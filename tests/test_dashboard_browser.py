@@ -9,10 +9,10 @@ import shutil
 import pytest
 
 from harness.curves import pareto_frontier
-from harness.metrics import metric
 from harness.dashboards.figure import build_figure, export_image
 from harness.dashboards.page import load_points, write_dashboard
 from harness.ingest import ingest
+from harness.metrics import metric
 from harness.results import RunDir
 
 pytestmark = pytest.mark.slow
