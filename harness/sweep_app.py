@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -54,6 +55,24 @@ def _latest_link(results_dir: str, run_id: str) -> None:
         pass
 
 
+def _keep_env_interpolations(node: Any) -> Any:
+    """Every `${oc.env:...}` escaped, so it is written as the interpolation, not its value."""
+    if isinstance(node, dict):
+        return {k: _keep_env_interpolations(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_keep_env_interpolations(v) for v in node]
+    if isinstance(node, str) and "oc.env" in node:
+        return node.replace("${", "\\${")
+    return node
+
+
+def config_text(cfg: DictConfig) -> str:
+    """The resolved config as saved with the run: every interpolation resolved except those
+    that read the environment (a secret passed as ${oc.env:KEY} must never be written out)."""
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    return OmegaConf.to_yaml(OmegaConf.create(_keep_env_interpolations(raw)), resolve=True)
+
+
 @hydra.main(version_base=None, config_path=str(repo_root() / "recipes"), config_name="sweep")
 def sweep(cfg: DictConfig) -> None:
     from harness.runner import run_job
@@ -85,7 +104,7 @@ def sweep(cfg: DictConfig) -> None:
     job = safe_name(f"job{num}-{sc.scenario.name}-{sc.engine.kind}-{sc.speculator.method}")
     try:
         run.write_provenance(repo_root(), sys.argv)
-        run.write_config(job, OmegaConf.to_yaml(cfg, resolve=True))
+        run.write_config(job, config_text(cfg))
         _latest_link(sc.results_dir, sc.run_id)
         print(f"run directory: {run.root}", flush=True)
         run_job(sc, run, job, repo_root(), where)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import subprocess
 import sys
 import threading
@@ -184,3 +185,23 @@ def test_health_module_does_not_import_the_client() -> None:
     code = ("import sys, harness.client_health; "
             "assert 'harness.client' not in sys.modules, 'client_health imports client'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_secret_interpolated_into_a_config_is_never_written_out(tmp_path) -> None:
+    """`${oc.env:KEY}` is saved as the interpolation, not the secret it resolves to."""
+    from harness.testing.spawn import spawn_server
+
+    env = {**os.environ, "HARNESS_TEST_SECRET": "s3cr3t-do-not-write"}
+    with spawn_server("harness.testing.scripted_server", "--ttft-ms", "5") as port:
+        r = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "sweep", "engine=endpoint",
+             f"engine.url=http://127.0.0.1:{port}", "concurrency=[1]",
+             "scenario.requests_per_conc=1", "scenario.warmup_per_conc=0",
+             "scenario.description=${oc.env:HARNESS_TEST_SECRET}",
+             f"results_dir={tmp_path}", "run_id=s"],
+            capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    written = b"".join(f.read_bytes() for f in (tmp_path / "s").rglob("*") if f.is_file())
+    assert b"s3cr3t-do-not-write" not in written
+    configs = list((tmp_path / "s" / "configs").glob("*.yaml"))
+    assert configs and "${oc.env:HARNESS_TEST_SECRET}" in configs[0].read_text()
