@@ -95,6 +95,9 @@ def _sweep(argv: list[str]) -> int:
         if not helping:
             _check_run_location(argv)
         sweep_app.main(argv)
+        from harness import interrupts
+
+        interrupts.check()  # one swallowed after the last point still ends the run as 130
     except (KeyboardInterrupt, asyncio.CancelledError):
         # Ctrl-C: every `finally` has run (the engine is stopped); say what was kept
         print(_interrupted_message(), file=sys.stderr, flush=True)
@@ -398,6 +401,9 @@ def _terminate(signum: int, _frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness import interrupts
+
+    interrupts.install()
     signal.signal(signal.SIGTERM, _terminate)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):

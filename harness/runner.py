@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from harness import interrupts
 from harness.client import STALL_ERROR, ClientSettings
 from harness.config.launches import launches
 from harness.config.schema import SweepConfig
@@ -93,12 +94,14 @@ def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
             where: Locate | None = None) -> list[PointRecord]:
     """Run every pending point of one recipe, launch by launch (harness.config.launches).
     Every launch's acceptance plan is resolved before the first engine starts."""
+    interrupts.restore()  # start-up is over: asyncio's clean Ctrl-C needs the default handler
     locate = where or (lambda key: f"the {key.split('.')[0]} recipe")
     plans = [(launch, acceptance.resolve(launch.sc, bool(sc.engine.can_inject_acceptance),
                                          locate("speculator.acceptance.mode")))
              for launch in launches(sc)]
     written: list[PointRecord] = []
     for launch, plan in plans:
+        interrupts.check()
         job = f"{name}-{launch.tag}" if launch.tag else name
         written += run_launch(launch.sc, run, job, repo, locate, plan)
     print_summary([r.flat() for r in written])
@@ -117,10 +120,12 @@ def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loca
     if not todo:
         return []
     ctx = prepare_job(sc, run, name, repo, locate, todo, plan)
+    interrupts.check()  # a Ctrl-C swallowed while preparing stops us before the engine starts
     written: list[PointRecord] = []
     with EngineSession(ctx.adapter, run.root, name, max(sc.concurrency)) as eng:
         print(f"engine ready: {eng.version} at {eng.base_url}")
         for p in todo:
+            interrupts.check()
             record = run_point(ctx, eng, p, run)
             written.append(record)
             engine_down = any(r.name.startswith("engine_") for r in record.validity.failed)
