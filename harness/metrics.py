@@ -1,7 +1,6 @@
-"""Every metric of a point: its formula beside its code, and the catalogue of what each emitted key
-means (label, unit, display scale, which direction is better, definition). Gate, CLI choices,
-dashboard axes, report columns and tables all read `CATALOGUE`; a new metric touches this file
-only (docs/methodology.md §3, §6; docs/metrics.md is generated from the catalogue).
+"""Every metric of a point: its formula beside its code (docs/methodology.md §3, §6). What each
+emitted key means lives in `harness.catalogue` (re-exported here); a new metric is a formula here
+and one entry in its family's catalogue module (docs/metrics.md is generated from it).
 
 Pure functions of `RequestRecord`s. Units follow InferenceX's published rows: latencies in
 seconds, throughput in tokens/s (per GPU where the key says so), interactivity in
@@ -27,16 +26,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.catalogue import (  # noqa: F401 - re-exported: callers read the catalogue here too
+    CATALOGUE,
+    E2E_INTVTY_PERCENTILES,
+    HIGHER,
+    INTVTY_STATS,
+    LATENCIES,
+    LOWER,
+    NEUTRAL,
+    PRICE_TIERS,
+    STATS,
+    Metric,
+    catalogue_markdown,
+    metric,
+    ranked_metrics,
+)
 from harness.records import RequestRecord
-
-# Statistic name -> percentile (None: not a percentile). p75/p95 are AgentX's (its aggregate
-# reports mean/p50/p75/p90/p95/std); p99/p99.9 are InferenceX's.
-STATS: dict[str, float | None] = {"mean": None, "median": 50, "std": None, "p75": 75,
-                                  "p90": 90, "p95": 95, "p99": 99, "p99.9": 99.9}
-LATENCIES = ("ttft", "tpot", "itl", "e2el")
-# Interactivity is reported for every statistic except std (1/std is meaningless).
-INTVTY_STATS = tuple(s for s in STATS if s != "std")
-E2E_INTVTY_PERCENTILES = (50, 75, 90, 95)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,194 +200,3 @@ def throughput(
         "input_tput_per_gpu": inp / pre,
         "output_tput_per_gpu": outp / dec,
     }
-
-
-# ---- the catalogue ---------------------------------------------------------------------------
-HIGHER, LOWER, NEUTRAL = "higher", "lower", "none"
-PRICE_TIERS = ("hyperscaler", "neocloud", "rental_3yr")
-
-
-@dataclass(frozen=True, slots=True)
-class Metric:
-    """What one emitted key means. `unit` is the stored unit; `scale` turns it into
-    `display_unit` for people (seconds are stored, milliseconds shown)."""
-
-    key: str
-    label: str
-    unit: str
-    direction: str  # HIGHER or LOWER is better; NEUTRAL: not a performance figure
-    definition: str
-    group: str
-    scale: float = 1.0
-    display_unit: str = ""
-
-    @property
-    def higher_is_better(self) -> bool:
-        return self.direction == HIGHER
-
-    @property
-    def shown_unit(self) -> str:
-        return self.display_unit or self.unit
-
-
-_LATENCY_DEFS = {
-    "ttft": ("TTFT", "first chunk carrying content, reasoning or a tool call, minus send time"),
-    "tpot": ("TPOT", "(E2EL - TTFT) / (output_tokens - 1), output tokens from usage"),
-    "itl": ("ITL per chunk", "gaps between content chunks: per chunk, not per token (a chunk "
-                             "may carry several tokens)"),
-    "e2el": ("E2E latency", "last content chunk minus send time"),
-}
-_STAT_LABEL = {"mean": "mean", "median": "median", "std": "std", "p99.9": "p99.9"}
-
-
-def _stat_label(s: str) -> str:
-    return _STAT_LABEL.get(s, s)
-
-
-def _families() -> list[Metric]:
-    out: list[Metric] = []
-    for lat, (name, definition) in _LATENCY_DEFS.items():
-        for s in STATS:
-            out.append(Metric(f"{s}_{lat}", f"{name}, {_stat_label(s)}", "s",
-                              NEUTRAL if s == "std" else LOWER,
-                              f"{_stat_label(s)} over measured requests of: {definition}",
-                              "latency", 1000.0, "ms"))
-    for s in INTVTY_STATS:
-        out.append(Metric(f"{s}_intvty", f"Interactivity, {_stat_label(s)} TPOT", "tok/s/user",
-                          HIGHER, f"1 / {s}_tpot (never a percentile of per-request rates)",
-                          "interactivity"))
-    for p in E2E_INTVTY_PERCENTILES:
-        s = "median" if p == 50 else f"p{p}"
-        out.append(Metric(f"{s}_e2e_intvty", f"E2E-normalized interactivity P{p}",
-                          "tok/s/user", HIGHER,
-                          f"1 / P{p} over requests of E2EL / output tokens (AgentX's x axis)",
-                          "interactivity"))
-    for tier in PRICE_TIERS:
-        t = tier.replace("_", " ")
-        out += [
-            Metric(f"cost_per_mtok_{tier}", f"$ per million tokens ({t})", "$/Mtok", LOWER,
-                   "$/GPU-hour / (tput_per_gpu x 3600 / 1e6)", "cost"),
-            Metric(f"cost_per_mtok_out_{tier}", f"$ per million output tokens ({t})",
-                   "$/Mtok", LOWER, "$/GPU-hour / (output_tput_per_gpu x 3600 / 1e6)", "cost"),
-            Metric(f"tok_per_dollar_{tier}", f"Tokens per $ ({t})", "tok/$", HIGHER,
-                   "tput_per_gpu x 3600 / $/GPU-hour", "cost"),
-        ]
-    return out
-
-
-def _m(key: str, label: str, unit: str, direction: str, definition: str, group: str,
-       scale: float = 1.0, display_unit: str = "") -> Metric:
-    return Metric(key, label, unit, direction, definition, group, scale, display_unit)
-
-
-_SINGLES = [
-    _m("tput_per_gpu", "Throughput per GPU, total", "tok/s/GPU", HIGHER,
-       "(input + output tokens) / measured duration / GPUs", "throughput"),
-    _m("output_tput_per_gpu", "Throughput per GPU, output", "tok/s/GPU", HIGHER,
-       "output tokens / duration / GPUs (decode GPUs when disaggregated)", "throughput"),
-    _m("input_tput_per_gpu", "Throughput per GPU, input", "tok/s/GPU", HIGHER,
-       "input tokens / duration / GPUs (prefill GPUs when disaggregated)", "throughput"),
-    _m("total_tput", "Throughput, total", "tok/s", HIGHER, "(input + output) / duration",
-       "throughput"),
-    _m("input_tput", "Throughput, input", "tok/s", HIGHER, "input tokens / duration",
-       "throughput"),
-    _m("output_tput", "Throughput, output", "tok/s", HIGHER, "output tokens / duration",
-       "throughput"),
-    _m("request_tput", "Requests per second", "req/s", HIGHER,
-       "completed requests / duration", "throughput"),
-    _m("qps", "QPS", "req/s", HIGHER, "agentic: completed requests / duration", "throughput"),
-    _m("tok_s_per_mw", "Tokens/s per MW (all-in power)", "tok/s/MW", HIGHER,
-       "tput_per_gpu x 1000 / all-in kW per GPU", "cost"),
-    _m("j_per_tok", "Joules per token (all-in power)", "J/tok", LOWER,
-       "all-in W per GPU / tput_per_gpu", "cost"),
-    _m("duration_s", "Measured duration", "s", NEUTRAL,
-       "first send to the end of the measured window", "counts"),
-    _m("theoretical_hit_rate", "Prefix-cache hit rate, theoretical", "ratio", NEUTRAL,
-       "an infinite prefix cache over the blocks sent, in send order", "agentic"),
-    _m("server_hit_rate", "Prefix-cache hit rate, server (usage)", "ratio", NEUTRAL,
-       "cached_tokens / prompt_tokens from the server's usage", "agentic"),
-    _m("server_metrics_hit_rate", "Prefix-cache hit rate, server (/metrics)", "ratio",
-       NEUTRAL, "prefix-cache hit counters over the window, from /metrics", "agentic"),
-    _m("spec_realised_al", "Acceptance length, realised", "tok/step", NEUTRAL,
-       "1 + accepted draft tokens / drafts, from the engine's counters", "speculative"),
-    _m("spec_al_error", "Acceptance length error", "ratio", NEUTRAL,
-       "realised / requested AL - 1 (injected points)", "speculative"),
-    _m("send_lag_p99_ms", "Send lag p99 (timestamped replay)", "ms", NEUTRAL,
-       "how late the client sent a request after its scheduled time, p99", "client"),
-    _m("send_lag_max_ms", "Send lag max (timestamped replay)", "ms", NEUTRAL,
-       "how late the client sent a request after its scheduled time, worst", "client"),
-    _m("client_stamp_err_p99_ms", "Client stamp error p99 (estimate)", "ms", NEUTRAL,
-       "the client's estimate of its own p99 timestamp error", "client"),
-    _m("client_lag_p99_ms", "Client loop lag p99", "ms", NEUTRAL,
-       "how late a 5 ms timer fired, p99", "client"),
-    _m("client_lag_max_ms", "Client loop lag max", "ms", NEUTRAL,
-       "how late a 5 ms timer fired, worst", "client"),
-    _m("client_cpu_share", "Client CPU share", "cores", NEUTRAL,
-       "client process CPU seconds / wall seconds", "client"),
-    _m("client_inflight_mean", "Requests in flight (mean)", "requests", NEUTRAL,
-       "time-weighted mean of requests in flight", "client"),
-]
-_COUNTS = {
-    "num_requests": "measured requests", "num_completed": "requests with timing",
-    "num_failed": "requests that failed or were truncated",
-    "num_truncated": "streams that ended without their terminator",
-    "num_prompt_mismatch": "requests whose server prompt count differs from the built one",
-    "num_usage_missing": "requests without usage in the stream",
-    "num_short_output": "requests that stopped before max_tokens",
-    "num_long_output": "requests that returned more tokens than max_tokens",
-    "num_context_overflow": "agentic: requests refused for exceeding the context",
-    "total_input_tokens": "input tokens of completed requests",
-    "total_output_tokens": "output tokens of completed requests",
-    "cached_prompt_tokens": "prompt tokens the server reported as cached",
-    "server_prompt_tokens": "prompt tokens by the server's /metrics counters",
-    "server_generation_tokens": "generated tokens by the server's /metrics counters",
-    "server_cached_tokens": "prompt tokens served from the prefix cache, by /metrics",
-    "spec_drafts": "draft steps by the engine's counters",
-    "spec_independent_draws": "independent accepted-count draws behind the realised AL",
-    "spec_draft_tokens": "draft tokens proposed by the engine's counters",
-    "spec_accepted_tokens": "draft tokens accepted by the engine's counters",
-    "sessions_started": "agentic: session trees started",
-    "sessions_finished": "agentic: session trees replayed to their end",
-}
-
-CATALOGUE: dict[str, Metric] = {m.key: m for m in [
-    *_families(), *_SINGLES,
-    *(_m(k, k.replace("_", " "), "count", NEUTRAL, d, "counts") for k, d in _COUNTS.items()),
-]}
-
-
-def metric(key: str) -> Metric:
-    """The catalogue entry of `key`; a KeyError naming the closest keys otherwise."""
-    try:
-        return CATALOGUE[key]
-    except KeyError:
-        import difflib
-
-        close = difflib.get_close_matches(key, list(CATALOGUE), n=3, cutoff=0.6)
-        hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        raise KeyError(f"unknown metric {key!r}{hint}") from None
-
-
-def ranked_metrics(group: str | None = None) -> list[str]:
-    """Keys with a better direction (what a gate, axis or frontier can use)."""
-    return [k for k, m in CATALOGUE.items()
-            if m.direction != NEUTRAL and (group is None or m.group == group)]
-
-
-def catalogue_markdown() -> str:
-    """docs/metrics.md: every emitted key, from the catalogue (a test keeps the file current)."""
-    lines = ["# Metrics", "",
-             "Generated from `harness/metrics.py` (`harness metrics` prints it). Stored units "
-             "are what points.jsonl holds; tables and charts show the display unit.", ""]
-    groups: dict[str, list[Metric]] = {}
-    for m in CATALOGUE.values():
-        groups.setdefault(m.group, []).append(m)
-    for group, ms in groups.items():
-        lines += [f"## {group}", "", "| key | label | unit (shown) | better | definition |",
-                  "|---|---|---|---|---|"]
-        for m in ms:
-            shown = m.unit + (f" ({m.display_unit})" if m.display_unit else "")
-            lines.append(f"| `{m.key}` | {m.label} | {shown} | {m.direction} | "
-                         f"{m.definition} |")
-        lines.append("")
-    return "\n".join(lines)
