@@ -32,6 +32,17 @@ class ClientHealth:
     bottleneck: bool = False
     reasons: list[str] = field(default_factory=list)
 
+    def fields(self) -> dict[str, object]:
+        """What the point records of the client's health (keys in harness/catalogue)."""
+        return {
+            "client_bottleneck": self.bottleneck,
+            "client_lag_p99_ms": self.lag_p99_ms,
+            "client_lag_max_ms": self.lag_max_ms,
+            "client_stamp_err_p99_ms": self.stamp_err_p99_ms,
+            "client_cpu_share": self.cpu_share,
+            "client_inflight_mean": self.inflight_mean,
+        }
+
 
 class InflightMeter(Protocol):
     """What the probe reads of the client: its time-weighted requests in flight."""

@@ -8,9 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.client_health import ClientHealth
 from harness.config.schema import SweepConfig
-from harness.engines import counters, prometheus
+from harness.engines import counters, prometheus, server_cache
 from harness.engines.base import EngineAdapter
 from harness.engines.sampler import Sampled
 from harness.metrics import GpuCount, point_metrics
@@ -61,6 +60,7 @@ def engine_facts(adapter: EngineAdapter, before: prometheus.Sample, after: prome
         "server_prompt_tokens": tok.prompt, "server_generation_tokens": tok.generation,
         "server_cached_tokens": tok.cached,
         "server_metrics_hit_rate": counters.prefix_hit_rate(c, before, after),
+        **server_cache.server_cache_facts(c, before, after, samples),
     }
     if adapter.sc.speculator.method == "none":
         return out
@@ -75,17 +75,6 @@ def engine_facts(adapter: EngineAdapter, before: prometheus.Sample, after: prome
     mean_batch = max(1.0, concurrency / dp)
     out["spec_independent_draws"] = counters.independent_draws(c, r, mean_batch)
     return out
-
-
-def health_fields(h: ClientHealth) -> dict[str, Any]:
-    return {
-        "client_bottleneck": h.bottleneck,
-        "client_lag_p99_ms": h.lag_p99_ms,
-        "client_lag_max_ms": h.lag_max_ms,
-        "client_stamp_err_p99_ms": h.stamp_err_p99_ms,
-        "client_cpu_share": h.cpu_share,
-        "client_inflight_mean": h.inflight_mean,
-    }
 
 
 def chip_fields(sc: SweepConfig) -> dict[str, Any]:
@@ -105,10 +94,10 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     """The point's record: every metric, every rule's verdict, where everything came from.
     `samples`: the server's metrics scraped through the measured window."""
     m = point_metrics(meas.measured.records, meas.measured.duration_s, ctx.gpus)
-    facts = ctx.workload.facts(meas, m)
+    facts = ctx.workload.facts(meas, m, samples)
     eng = engine_facts(ctx.adapter, meas.server_before, meas.server_after, samples,
                        identity.conc)
-    health = health_fields(meas.measured.health)
+    health = meas.measured.health.fields()
     plan = ctx.adapter.acceptance
     realised = eng.get("spec_realised_al")
     if plan.mode == "injected" and plan.length and realised is not None:

@@ -17,6 +17,7 @@ from harness.config.errors import ConfigError
 from harness.config.locations import CONTEXT_MARGIN
 from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.engines import prometheus
+from harness.engines.sampler import Sampled
 from harness.records import PHASE_MEASURED, RequestRecord
 from harness.validity import Rule, ValiditySettings
 from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
@@ -95,7 +96,8 @@ class AgenticLaneWorkload(Workload):
         assert self.prompts is not None, "prepare() first"
         return replay_point(self, target, level, on_done)
 
-    def facts(self, meas: Measurement, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    def facts(self, meas: Measurement, metrics: Mapping[str, Any],
+              samples: Sampled = ()) -> dict[str, Any]:
         measured = meas.measured.records
         return {
             **meas.extra,

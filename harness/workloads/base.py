@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.client import ClientSettings, PhaseResult
 from harness.engines import prometheus
+from harness.engines.sampler import Sampled
 from harness.records import RequestRecord
 from harness.validity import Rule, ValiditySettings
 
@@ -85,8 +86,10 @@ class Workload(ABC):
         """For a progress bar; None when the workload runs for a time instead."""
         return None
 
-    def facts(self, meas: Measurement, metrics: Mapping[str, Any]) -> dict[str, Any]:
-        """Workload-specific metrics and facts recorded on the point (pure)."""
+    def facts(self, meas: Measurement, metrics: Mapping[str, Any],
+              samples: Sampled = ()) -> dict[str, Any]:
+        """Workload-specific metrics and facts recorded on the point (pure). `samples`: the
+        server's /metrics scraped through the measured window (harness.engines.sampler)."""
         return dict(meas.extra)
 
     def rules(self, metrics: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:

@@ -23,6 +23,7 @@ import orjson
 from harness.client import PhaseResult, StreamingClient, run_async
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
+from harness.engines.sampler import Sampled
 from harness.records import RequestSpec
 from harness.validity import Rule, ValiditySettings
 from harness.workloads.agentic_lanes import load_fitted, replayed_hit_rates, scenario_file
@@ -115,7 +116,8 @@ class TimestampedReplayWorkload(Workload):
     def run(self, target: Target, level: LoadLevel, on_done: OnDone = None) -> Measurement:
         return run_schedule(self.specs[level.point_id], target, on_done)
 
-    def facts(self, meas: Measurement, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    def facts(self, meas: Measurement, metrics: Mapping[str, Any],
+              samples: Sampled = ()) -> dict[str, Any]:
         lags = [r.tags["send_lag_s"] for r in meas.measured.records if "send_lag_s" in r.tags]
         arr = np.asarray(lags, dtype=float)
         return {**meas.extra, **replayed_hit_rates(meas.records), "fit": self.fit.describe(),
