@@ -111,7 +111,9 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
         acceptance_rule(plan.mode, plan.length, realised, eng.get("spec_independent_draws"),
                         ctx.sc.speculator.k, ctx.validity, eng.get("spec_al_note")),
     )
-    values = {**m, **facts, **health, **eng}
+    # Chunks carry up to this many tokens (the engine's --stream-interval): ITL is per chunk.
+    values = {**m, **facts, **health, **eng,
+              "stream_interval": getattr(ctx.adapter, "stream_interval", 1)}
     return PointRecord(
         point_id=identity.point_id(), run_id=ctx.run_id, identity=identity,
         status="failed" if verdict.fatal else "ok", validity=verdict,

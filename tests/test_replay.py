@@ -7,6 +7,7 @@ import time
 import pytest
 
 from harness.client import ClientSettings, StreamingClient, run_async
+from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import Replayer, ReplaySettings
 from harness.workloads.traces import load_traces
@@ -22,7 +23,8 @@ def _replay(url, tokenizer, traces, lanes, settings):
         async with StreamingClient(ClientSettings(url)) as c:
             body = {"stream": True, "ignore_eos": True,
                     "stream_options": {"include_usage": True}}
-            r = Replayer(c, traces, lanes, settings, BlockPrompts(tokenizer, 1), body, 0, 1)
+            bodies = AgenticBodies(BlockPrompts(tokenizer, 1), body, 0, settings.api)
+            r = Replayer(c, traces, lanes, settings, bodies, 1)
             return await r.run()
     return run_async(go())
 

@@ -80,6 +80,9 @@ _SINGLES = [
        "tput_per_gpu x 1000 / all-in kW per GPU", "cost"),
     _m("j_per_tok", "Joules per token (all-in power)", "J/tok", LOWER,
        "all-in W per GPU / tput_per_gpu", "cost"),
+    _m("stream_interval", "Stream interval", "tokens/chunk", NEUTRAL,
+       "the engine's stream interval: a chunk carries up to this many tokens, so ITL (per "
+       "chunk) is not per token when it is above 1", "counts"),
     _m("duration_s", "Measured duration", "s", NEUTRAL,
        "first send to the end of the measured window", "counts"),
     _m("theoretical_hit_rate", "Prefix-cache hit rate, theoretical", "ratio", NEUTRAL,

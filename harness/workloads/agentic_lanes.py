@@ -20,6 +20,8 @@ from harness.engines import prometheus
 from harness.engines.sampler import Sampled
 from harness.records import PHASE_MEASURED, RequestRecord
 from harness.validity import Rule, ValiditySettings
+from harness.workloads.agentic_bodies import AgenticBodies
+from harness.workloads.agentx_facts import agentx_facts
 from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
 from harness.workloads.prompts import BlockPrompts
@@ -106,6 +108,7 @@ class AgenticLaneWorkload(Workload):
                                         if r.error and _OVERFLOW.search(r.error)),
             "fit": self.fit.describe(),
             "qps": metrics.get("request_tput"),
+            **agentx_facts(meas, metrics, samples),
         }
 
     def rules(self, metrics: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
@@ -123,9 +126,9 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
 
     async def go() -> tuple[Any, Any]:
         async with StreamingClient(settings) as client:
-            replayer = Replayer(client, w.traces, level.concurrency, rs, w.prompts, w.body,
-                                w.overhead, level.seed + level.repeat, on_done,
-                                salt_prefix=level.point_id)
+            bodies = AgenticBodies(w.prompts, w.body, w.overhead, rs.api)
+            replayer = Replayer(client, w.traces, level.concurrency, rs, bodies,
+                                level.seed + level.repeat, on_done, salt_prefix=level.point_id)
             probe = client.health_probe()
             replayer.on_measured_start = lambda: (box.setdefault("before", target.scrape()),
                                                   probe.start())

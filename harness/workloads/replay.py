@@ -16,15 +16,14 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
-import orjson
 
 from harness.client import StreamingClient
 from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord, RequestSpec
-from harness.workloads.prompts import BlockPrompts
+from harness.workloads.agentic_bodies import AgenticBodies
+from harness.workloads.replay_context import ReplayContext
 from harness.workloads.traces.model import SubAgent, Trace, TraceRequest
 
 _SLICE_S = 0.05  # sleepers re-check the idle cap this often
@@ -62,31 +61,16 @@ class _Lane:
     sessions: int = 0
 
 
-@dataclass
-class _Ctx:
-    """Where a request sits: its lane, session, salt, and sub-agent path."""
-
-    lane: int
-    session: str
-    salt: object
-    trace: Trace
-    path: str = ""
-    phase: str = PHASE_MEASURED
-    turn: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 class Replayer:
     def __init__(self, client: StreamingClient, traces: list[Trace], lanes: int,
-                 settings: ReplaySettings, prompts: BlockPrompts, body_base: dict[str, Any],
-                 prompt_overhead: int, seed: int,
+                 settings: ReplaySettings, bodies: AgenticBodies, seed: int,
                  on_done: Callable[[RequestRecord], None] | None = None,
                  salt_prefix: str = "") -> None:
         if not traces:
             raise ValueError("no traces to replay")
         self.client, self.traces, self.n_lanes = client, traces, lanes
-        self.s, self.prompts, self.body_base = settings, prompts, body_base
-        self.overhead, self.seed, self.on_done = prompt_overhead, seed, on_done
+        self.s, self.bodies = settings, bodies
+        self.seed, self.on_done = seed, on_done
         # Cache-bust scope: a point's sessions never share blocks with another point's.
         self.salt_prefix = salt_prefix
         self.records: list[RequestRecord] = []
@@ -94,33 +78,9 @@ class Replayer:
         self.idle_since: float | None = time.perf_counter()
         self._wakes: dict[int, float] = {}
         self._sessions_started = self._sessions_finished = 0
-        self._n = 0
         self.on_measured_start: Callable[[], object] | None = None  # after every lane warmed
 
     # ---- sending -------------------------------------------------------------------
-    def _spec(self, r: TraceRequest, ctx: _Ctx, max_tokens: int | None = None) -> RequestSpec:
-        tr = ctx.trace
-        text = self.prompts.prompt(ctx.salt, r.hash_ids, tr.block_size, r.in_tokens,
-                                   pad_key=(ctx.session, ctx.path, ctx.turn))
-        body = dict(self.body_base)
-        if self.s.api == "chat":
-            body["messages"] = [{"role": "user", "content": text}]
-        else:
-            body["prompt"] = text
-        out = r.out_tokens if max_tokens is None else max_tokens
-        body["max_tokens"] = out
-        self._n += 1
-        n_ids = -(-r.in_tokens // tr.block_size)
-        tags = {"lane": ctx.lane, "session": ctx.session, "trace": tr.id, "agent": ctx.path,
-                "turn": ctx.turn, "recorded_t": r.t, "think": r.think, "in": r.in_tokens,
-                "out": r.out_tokens, "block_size": tr.block_size,
-                "salt": repr(ctx.salt), "hash_ids": list(r.hash_ids[:n_ids]), **ctx.extra}
-        return RequestSpec(
-            request_id=f"{ctx.session}/{ctx.path or 'main'}/{ctx.turn}/{self._n}",
-            path="/v1/chat/completions" if self.s.api == "chat" else "/v1/completions",
-            body=orjson.dumps(body), expected_prompt_tokens=r.in_tokens + self.overhead,
-            max_tokens=out, phase=ctx.phase, tags=tags)
-
     async def _send(self, spec: RequestSpec) -> RequestRecord:
         self.idle_since = None
         rec = await self.client.send(spec)
@@ -157,7 +117,7 @@ class Replayer:
         return min(max(gap, 0.0), self.s.tree_cap_s)
 
     # ---- replaying a tree ------------------------------------------------------------
-    async def _run_items(self, items: list[TraceRequest | SubAgent], ctx: _Ctx,
+    async def _run_items(self, items: list[TraceRequest | SubAgent], ctx: ReplayContext,
                          skip_before: float = -math.inf) -> bool:
         """Replay one parent's items; False once the deadline stops it."""
         prev_end = time.perf_counter()
@@ -170,7 +130,7 @@ class Replayer:
                     if it.t < skip_before:
                         continue
                     offset = self._cap(it.t - recorded_end)
-                    sub_ctx = _Ctx(ctx.lane, ctx.session, ctx.salt, ctx.trace,
+                    sub_ctx = ReplayContext(ctx.lane, ctx.session, ctx.salt, ctx.trace,
                                    path=f"{ctx.path}/{it.agent_id}".lstrip("/"),
                                    extra={"subagent_type": it.kind})
                     subs.append((it, asyncio.create_task(self._sub(it, sub_ctx,
@@ -183,7 +143,7 @@ class Replayer:
                         alive = await task and alive
                 if not alive or not await self._sleep_until(prev_end + self._cap(it.think)):
                     return False
-                await self._send(self._spec(it, ctx))
+                await self._send(self.bodies.spec(it, ctx))
                 ctx.turn += 1
                 prev_end = time.perf_counter()
                 recorded_end = it.t + it.api_time
@@ -194,19 +154,19 @@ class Replayer:
                 if not t.done():
                     t.cancel()
 
-    async def _sub(self, sub: SubAgent, ctx: _Ctx, start: float) -> bool:
+    async def _sub(self, sub: SubAgent, ctx: ReplayContext, start: float) -> bool:
         if not await self._sleep_until(start):
             return False
         return await self._run_items(sub.items, ctx)
 
     # ---- lanes -----------------------------------------------------------------------
-    def _new_session(self, lane: _Lane, trace: Trace, phase: str) -> _Ctx:
+    def _new_session(self, lane: _Lane, trace: Trace, phase: str) -> ReplayContext:
         lane.sessions += 1
         self._sessions_started += 1
         session = f"L{lane.index}S{lane.sessions}"
         salt: object = (self.salt_prefix, "shared") if trace.shared_scope else (
             self.salt_prefix, session)
-        return _Ctx(lane.index, session, salt, trace, phase=phase)
+        return ReplayContext(lane.index, session, salt, trace, phase=phase)
 
     def _start_point(self, lane: _Lane, trace: Trace) -> int:
         n = len(trace.parent_requests())
@@ -216,22 +176,23 @@ class Replayer:
         hi = max(lo, min(n - 1, math.floor(self.s.start_max * n)))
         return int(lane.rng.integers(lo, hi + 1))
 
-    async def _warm(self, lane: _Lane, trace: Trace) -> tuple[_Ctx, float]:
+    async def _warm(self, lane: _Lane, trace: Trace) -> tuple[ReplayContext, float]:
         """Send the turn before the lane's start point, and one-token probes."""
         ctx = self._new_session(lane, trace, PHASE_WARMUP)
         parents = trace.parent_requests()
         k = self._start_point(lane, trace)
         prime = parents[k - 1] if k > 0 else parents[0]
         ctx.turn = max(k - 1, 0)
-        await self._send(self._spec(prime, ctx))
+        await self._send(self.bodies.spec(prime, ctx))
         ctx.phase = PHASE_PROBE
         for _ in range(self.s.warmup_probes):
-            await self._send(self._spec(prime, ctx, max_tokens=1))
+            await self._send(self.bodies.spec(prime, ctx, max_tokens=1))
         ctx.phase = PHASE_MEASURED
         ctx.turn = k
         return ctx, parents[k].t if k > 0 else -math.inf
 
-    async def _lane(self, lane: _Lane, first: tuple[_Ctx, float], trace_index: int) -> None:
+    async def _lane(self, lane: _Lane, first: tuple[ReplayContext, float],
+                    trace_index: int) -> None:
         ctx, skip_before = first
         trace = ctx.trace
         while time.perf_counter() < self.deadline:
