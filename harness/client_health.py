@@ -31,6 +31,9 @@ class ClientHealth:
     inflight_mean: float = math.nan  # time-weighted mean of requests in flight
     bottleneck: bool = False
     reasons: list[str] = field(default_factory=list)
+    # Every probe wake-up as (perf_counter when it woke, how late in ms): for time series of
+    # the client's own lag. Not in fields(): a point records summaries, not samples.
+    lag_samples: list[tuple[float, float]] = field(default_factory=list)
 
     def fields(self) -> dict[str, object]:
         """What the point records of the client's health (keys in harness/catalogue)."""
@@ -64,6 +67,7 @@ class HealthProbe:
         self.meter = meter
         self.max_stamp_err_ms, self.max_cpu_share = max_stamp_err_ms, max_cpu_share
         self._lags: list[float] = []
+        self._woke: list[float] = []  # perf_counter of each wake-up, beside its lag
         self._task: asyncio.Task[None] | None = None
         self._cpu0 = 0.0
         self._wall0 = 0.0
@@ -72,7 +76,9 @@ class HealthProbe:
         while True:
             t = time.perf_counter()
             await asyncio.sleep(_LAG_PROBE_S)
-            self._lags.append(time.perf_counter() - t - _LAG_PROBE_S)
+            now = time.perf_counter()
+            self._woke.append(now)
+            self._lags.append(now - t - _LAG_PROBE_S)
 
     def start(self) -> None:
         self._cpu0 = time.process_time()
@@ -97,6 +103,7 @@ class HealthProbe:
         h.inflight_mean = self.meter.inflight_area() / wall
         if self._lags:
             lags_ms = np.asarray(self._lags) * 1000.0
+            h.lag_samples = list(zip(self._woke, lags_ms.tolist(), strict=True))
             h.lag_p50_ms = float(np.percentile(lags_ms, 50))
             h.lag_p99_ms = float(np.percentile(lags_ms, 99))
             h.lag_max_ms = float(lags_ms.max())
