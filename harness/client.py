@@ -54,7 +54,7 @@ class ClientSettings:
     max_cpu_share: float = 0.95
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class PhaseResult:
     records: list[RequestRecord]
     start_ts: float  # perf_counter at the first send
@@ -65,6 +65,9 @@ class PhaseResult:
     @property
     def duration_s(self) -> float:
         return self.end_ts - self.start_ts
+
+    def __repr__(self) -> str:  # never every record: reprs end up in tracebacks and logs
+        return f"PhaseResult({len(self.records)} records, {self.duration_s:.3f} s)"
 
 
 def _api_key(settings: ClientSettings) -> str | None:
@@ -309,9 +312,22 @@ async def _stamp_sent(_: object, ctx: Any, __: object) -> None:
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine on uvloop where available: it roughly halves the per-read overhead."""
+    """Run a coroutine on uvloop where available: it roughly halves the per-read overhead.
+
+    The result travels in a box, never as the main task's result: with SIGINT at its default
+    handler, Python 3.11's asyncio.Runner swaps in a partial holding that task, and
+    signal.signal/getsignal build `ValueError(f"{partial!r} is not a valid Handlers")` on the
+    way out, formatting the finished task's result: every RequestRecord of a phase, twice
+    (minutes after a 100k-record phase; benchmarks/sigint_stall.py)."""
+    box: list[T] = []
+
+    async def boxed() -> None:
+        box.append(await coro)
+
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+        asyncio.run(boxed())
+    else:
+        uvloop.run(boxed())
+    return box[0]

@@ -32,7 +32,7 @@ class RequestSpec:
     keep_raw: bool = False  # keep every (arrival time, bytes) read; for instrument checks only
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class RequestRecord:
     """Everything the client saw of one request. Failed and truncated requests are kept."""
 
@@ -65,6 +65,12 @@ class RequestRecord:
     @property
     def ok(self) -> bool:
         return self.http_status == 200 and not self.error and not self.truncated
+
+    def __repr__(self) -> str:
+        """Cheap and bounded: a phase holds ~100k records, and a repr of a container of them
+        (a task result, an exception's argument) must not format every chunk stamp."""
+        return (f"RequestRecord({self.request_id!r}, {self.phase}, status={self.http_status}, "
+                f"chunks={len(self.chunk_ts)}, error={self.error[:80]!r})")
 
     @property
     def prompt_mismatch(self) -> bool:
