@@ -1,0 +1,158 @@
+"""The acceptance length an engine realised over a window, from its counters or its sampled AL
+gauge, and how many independent draws that AL averages (docs/engine-metrics.md)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.engines.counter_types import AcceptanceGauge, EngineCounters, SpecCounters
+from harness.engines.engine_counters import resolve
+from harness.engines.prometheus import Sample
+from harness.engines.series import Labels, Series, label_text
+from harness.engines.series import delta as _delta
+
+
+@dataclass(frozen=True)
+class RealisedAcceptance:
+    al: float | None
+    source: Literal["counters", "gauge-sampled"] | None
+    drafts: float | None = None  # counters: request verify steps; gauge: steps, estimated
+    accepted_tokens: float | None = None
+    draft_tokens: float | None = None
+    drafts_estimated: bool = False  # drafts inferred (gauge intervals x steps, or tokens / k)
+    per_rank: dict[str, float] = field(default_factory=dict)  # AL per reporting rank
+    samples: int = 0  # gauge readings used (distinct values for an interval-mean gauge)
+    reason: str = ""  # why al is None, or a caveat
+
+
+def realised_acceptance(c: EngineCounters, before: Sample, after: Sample,
+                        samples: Sequence[tuple[float, Sample]] = (), *,
+                        k: int | None = None) -> RealisedAcceptance:
+    """The AL the engine realised over the window [before, after].
+
+    From cumulative counters when the engine has them (and they moved); else from the AL
+    gauge sampled through the window (`samples`: (time, scrape) pairs, e.g. every second),
+    averaged per reporting rank (label set), then across ranks - never summed (see
+    `_from_gauge`). `k` (draft length) lets TensorRT-LLM's iteration counters stand in for
+    its per-request ones. `per_rank` holds each rank's AL where the metrics tell ranks apart."""
+    r = resolve(c, after)
+    if r is None:
+        return RealisedAcceptance(None, None, reason="no known engine's metrics in the scrape")
+    if r.spec is not None:
+        got = _from_counters(r.spec, before, after, k)
+        if got.al is not None:
+            return got
+    if r.al_gauge is not None and r.al_gauge.semantics != "lifetime" and samples:
+        return _from_gauge(r.al_gauge, samples)
+    if r.spec is None and r.al_gauge is None:
+        return RealisedAcceptance(None, None, reason=f"{r.kind} declares no speculative metrics")
+    hint = f" (launch needs {', '.join(r.launch_requirements)})" if r.launch_requirements else ""
+    return RealisedAcceptance(None, None, reason=(
+        f"{r.kind}: no speculative counters moved over the window and no AL gauge samples "
+        f"were taken during it{hint}"))
+
+
+def _per_rank_counters(spec: SpecCounters, before: Sample, after: Sample) -> dict[str, float]:
+    """AL per dp rank from counters that carry a rank label (vLLM's `engine`)."""
+    if spec.rank_label is None or spec.drafts is None or spec.accepted is None:
+        return {}
+
+    def by_rank(series: Series) -> dict[str, float]:
+        a, b = series.by_labels(after), series.by_labels(before)
+        out: dict[str, float] = {}
+        for labels, value in a.items():
+            rank = dict(labels).get(spec.rank_label or "", "-")
+            out[rank] = out.get(rank, 0.0) + value - b.get(labels, 0.0)
+        return out
+
+    drafts, accepted = by_rank(spec.drafts), by_rank(spec.accepted)
+    return {f"{spec.rank_label}={rank}": 1.0 + accepted.get(rank, 0.0) / d
+            for rank, d in sorted(drafts.items()) if d > 0}
+
+
+def _from_counters(spec: SpecCounters, before: Sample, after: Sample,
+                   k: int | None) -> RealisedAcceptance:
+    drafts = _delta(spec.drafts, before, after)
+    draft_tokens = _delta(spec.draft_tokens, before, after)
+    if spec.generation is not None:  # SGLang: derived from tokens
+        accepted = _derived_accepted(spec, before, after, drafts) if drafts else None
+    else:
+        accepted = _delta(spec.accepted, before, after)
+    estimated = False
+    if not drafts and spec.per_k is not None and k:
+        tokens, acc = (_delta(s, before, after) for s in spec.per_k)
+        if tokens:
+            drafts, draft_tokens, accepted, estimated = tokens / k, tokens, acc, True
+    if not drafts:
+        return RealisedAcceptance(None, "counters", reason="the drafts counter did not move")
+    if accepted is None:
+        return RealisedAcceptance(None, "counters", drafts=drafts,
+                                  reason="the accepted-tokens counter is missing")
+    caveat = ("accepted tokens past max_tokens/EOS are not counted: AL reads low by about "
+              "(AL-1)/2 tokens per request" if spec.truncated_at_finish else "")
+    return RealisedAcceptance(1.0 + accepted / drafts, "counters", drafts=drafts,
+                              accepted_tokens=accepted, draft_tokens=draft_tokens,
+                              drafts_estimated=estimated,
+                              per_rank=_per_rank_counters(spec, before, after), reason=caveat)
+
+
+def _derived_accepted(spec: SpecCounters, before: Sample, after: Sample,
+                      drafts: float) -> float | None:
+    """Every verify step emits 1 + accepted tokens and every request one more from prefill:
+    accepted = generated - verify steps - requests."""
+    gen, reqs = _delta(spec.generation, before, after), _delta(spec.requests, before, after)
+    if gen is None:
+        return None
+    return max(0.0, gen - drafts - (reqs or 0.0))
+
+
+def _from_gauge(g: AcceptanceGauge, samples: Sequence[tuple[float, Sample]]
+                ) -> RealisedAcceptance:
+    """The gauge's mean per label set (one reporting rank each), then the mean of the ranks -
+    never their sum. Zero and NaN readings (a rank that has not decoded yet) are left out.
+
+    An interval-mean gauge (SGLang) is averaged over its distinct readings: each new value is
+    one decode-log interval of `interval_steps` steps, so equal weights are step weights.
+    Averaging every sample instead would weight an interval by how long it lasted, and
+    intervals whose requests finished early (high AL) are short: a low bias. Drafts are then
+    estimated as distinct readings x interval_steps (consecutive equal intervals count once:
+    an underestimate, so verification errs towards wider intervals). A last-iteration gauge
+    (TensorRT-LLM) is averaged over all samples."""
+    distinct = g.semantics == "interval-mean"
+    per_rank: dict[Labels, list[float]] = {}
+    for _, sample in sorted(samples, key=lambda ts: ts[0]):
+        for labels, value in Series(g.name).by_labels(sample).items():
+            if not (value > 0 and math.isfinite(value)):
+                continue
+            seen = per_rank.setdefault(labels, [])
+            if not (distinct and seen and seen[-1] == value):
+                seen.append(value)
+    if not per_rank:
+        return RealisedAcceptance(None, "gauge-sampled", samples=len(samples),
+                                  reason=f"{g.name} was never above 0 in the window")
+    means = {label_text(lab, drop=("model_name", "engine_type")): sum(v) / len(v)
+             for lab, v in per_rank.items()}
+    readings = sum(len(v) for v in per_rank.values())
+    steps = readings * g.interval_steps if distinct and g.interval_steps else None
+    return RealisedAcceptance(sum(means.values()) / len(means), "gauge-sampled", drafts=steps,
+                              drafts_estimated=True, per_rank=dict(sorted(means.items())),
+                              samples=readings)
+
+
+def independent_draws(c: EngineCounters, r: RealisedAcceptance,
+                      mean_batch: float | None = None) -> float | None:
+    """The n that `harness.spec.verify.verify` needs: how many independent accepted-count
+    draws the realised AL averages.
+
+    Per-request injection (vLLM, TensorRT-LLM, ATOM, llama.cpp): the drafts. Per-batch
+    injection (SGLang match-expected, one draw per verify step of a rank): the sampled gauge
+    already counts steps (distinct readings x interval); a request-level drafts counter must be
+    divided by the mean running batch per rank (e.g. concurrency / dp); None without it."""
+    if r.drafts is None:
+        return None
+    if c.injection_draw == "batch" and r.source == "counters":
+        return r.drafts / mean_batch if mean_batch else None
+    return r.drafts
