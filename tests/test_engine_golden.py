@@ -160,3 +160,39 @@ def test_pyxis_runs_the_engine_inside_the_slurm_allocation() -> None:
                           "--container-mounts={launch_dir}:/launch",
                           "--container-workdir=/launch"]
     assert p.argv[7:10] == ["python3", "-m", "sglang.launch_server"]
+
+
+def _adapter(overrides):
+    sc = compose_sweep(overrides)
+    if sc.search_space:  # a catalog recipe: its first launch
+        sc = launches(sc)[0].sc
+    return make_adapter(sc)
+
+
+def test_stream_interval_per_engine() -> None:
+    """The tokens per streamed chunk each engine is launched with, from its own spelling of
+    the setting; a point records it because ITL is per chunk."""
+    assert _adapter(["recipe=dsr1-fp4-b200-sglang-mtp"]).stream_interval == 10  # argv flag
+    assert _adapter(["recipe=dsr1-fp8-b200-sglang"]).stream_interval == 30
+    assert _adapter(["recipe=dsr1-fp4-b200-trt-mtp-dpa"]).stream_interval == 10  # YAML key
+    assert _adapter(["recipe=dsr1-fp8-h200-trt"]).stream_interval == 10
+    assert _adapter(["recipe=dsv4-fp4-b200-vllm"]).stream_interval == 1  # vLLM's default
+    assert _adapter([*VLLM_FP8_H200_TP8_MTP1, "engine.extra_args=['--stream-interval=4']"]
+                    ).stream_interval == 4
+    assert _adapter([*SGLANG_FP4_B200_TP4_MTP3, "engine.extra_args=['--stream-interval','8']"]
+                    ).stream_interval == 8
+    assert _adapter(TRT_FP4_B200_DEP8_MTP3).stream_interval == 1
+    assert _adapter([*TRT_FP4_B200_DEP8_MTP3, "+engine.extra_options.stream_interval=6"]
+                    ).stream_interval == 6
+    assert _adapter(["engine=llamacpp"]).stream_interval == 1
+
+
+def test_stream_interval_that_is_not_a_count_is_refused() -> None:
+    import pytest
+
+    from harness.config.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--stream-interval"):
+        _adapter([*SGLANG_FP4_B200_TP4_MTP3, "engine.extra_args=['--stream-interval',many]"])
+    with pytest.raises(ConfigError, match="stream_interval"):
+        _adapter([*TRT_FP4_B200_DEP8_MTP3, "+engine.extra_options.stream_interval=0"])

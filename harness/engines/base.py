@@ -13,9 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
-from harness.engines.template import check_template, has_flag, render, template_values
+from harness.engines.template import (
+    check_template,
+    flag_value,
+    has_flag,
+    render,
+    template_values,
+)
 from harness.spec.acceptance import AcceptancePlan, synthetic_rates
 from harness.workloads.base import EngineHints
 
@@ -51,6 +58,7 @@ class EngineAdapter(ABC):
         self.sc = sc
         self.acceptance = acceptance or AcceptancePlan("none")
         self.hints = hints or fixed_hints(sc)
+        self.stream_interval  # noqa: B018 - a bad value is a ConfigError here, before launch
         self._sealed = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -89,6 +97,15 @@ class EngineAdapter(ABC):
         if self.acceptance.mode != "injected" or self.acceptance.length is None:
             return None
         return synthetic_rates(self.acceptance.length, self.sc.speculator.k)
+
+    @property
+    def stream_interval(self) -> int:
+        """Tokens per streamed chunk the server was launched with: `--stream-interval N` in the
+        recipe's command (SGLang and vLLM spell it so), else 1, both engines' default. A point
+        records it, because ITL is measured per chunk (docs/metrics.md)."""
+        flags = [*(self.sc.engine.argv_template or []), *self.sc.engine.extra_args]
+        return positive_int(flag_value(flags, "--stream-interval"), "engine.argv_template",
+                            "--stream-interval")
 
     @property
     def precision(self) -> str:
@@ -180,6 +197,22 @@ class EngineAdapter(ABC):
 
 
 Locate = Callable[[str], str]
+
+
+def positive_int(value: object, key: str, name: str) -> int:
+    """A stream interval (or similar count) from a recipe: None is the default 1; anything
+    but a positive integer is a ConfigError naming the recipe key."""
+    if value is None:
+        return 1
+    try:
+        n = int(str(value))
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ConfigError(f"the {key.split('.')[0]} recipe", key,
+                          f"{name} is {value!r}, not a positive integer",
+                          f"set {name} to the tokens per streamed chunk (1 streams every token)")
+    return n
 
 
 def _default_locate(key: str) -> str:

@@ -27,6 +27,11 @@ class LlamaCppAdapter(EngineAdapter):
                 "for itself")
         gguf_path(sc.model)  # fails early with an install hint if the weights are missing
 
+    @property
+    def stream_interval(self) -> int:
+        """llama.cpp's server sends one chunk per token (it has no stream-interval setting)."""
+        return 1
+
     def _draft_path(self) -> str | None:
         d = self.sc.speculator.draft_model
         return str(gguf_path(self.sc.model)) if d == "self" else d

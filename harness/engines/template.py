@@ -50,3 +50,14 @@ def check_template(sc: SweepConfig, where: Callable[[str], str]) -> None:
 
 def has_flag(argv: list[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in argv)
+
+
+def flag_value(argv: list[str], flag: str) -> str | None:
+    """The value of the last `flag V` or `flag=V` in argv (the one argparse keeps), or None."""
+    value = None
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith(flag + "="):
+            value = a[len(flag) + 1:]
+    return value

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.base import EngineAdapter, LaunchPlan, positive_int
 
 EXTRA_OPTIONS_FILE = "extra_llm_api_options.yaml"
 # Per-request perf metrics and iteration stats feed /prometheus/metrics, where the speculative
@@ -41,13 +41,25 @@ class TrtllmAdapter(EngineAdapter):
                                           "speculative_model_dir": spec.draft_model}
         return opts
 
+    def options(self, max_concurrency: int) -> dict[str, Any]:
+        """The extra-options YAML: an upstream script's as it is (engine.extra_options) plus
+        what /prometheus/metrics needs, else the adapter's own with the recipe's over it."""
+        if self.sc.engine.argv_template:
+            return {**self.sc.engine.extra_options, **METRICS_OPTIONS}
+        return {**self.extra_options(max_concurrency), **self.sc.engine.extra_options}
+
+    @property
+    def stream_interval(self) -> int:
+        """`stream_interval:` of the extra-options YAML (TensorRT-LLM's LLM API option; its
+        default is 1)."""
+        return positive_int(self.options(1).get("stream_interval"),
+                            "engine.extra_options", "stream_interval")
+
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
         argv = self.templated_argv(port, max_concurrency, EXTRA_OPTIONS_FILE)
         if argv is None:
             argv = self.own_argv(port, max_concurrency)
-            opts = {**self.extra_options(max_concurrency), **self.sc.engine.extra_options}
-        else:  # the script's YAML as it is, plus what /prometheus/metrics needs
-            opts = {**self.sc.engine.extra_options, **METRICS_OPTIONS}
+        opts = self.options(max_concurrency)
         env = dict(self.sc.engine.env)
         if self.acceptance.mode == "injected" and self.acceptance.length is not None:
             env["TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"] = f"{self.acceptance.length - 1:g}"
