@@ -195,6 +195,15 @@ class ClientConfig:
 
 
 @dataclass
+class TelemetryConfig:
+    """Accelerator telemetry sampled through every point (harness.telemetry, docs/energy.md)."""
+
+    source: str = "auto"  # auto | nvml | nvidia-smi | amd-smi | none
+    period_s: float = 1.0  # InferenceX's start_gpu_monitor: nvidia-smi every 1 s
+    max_gap_s: float = 3.0  # InferenceX's aggregate_power.py: largest in-window sample gap
+
+
+@dataclass
 class SweepConfig:
     model: ModelConfig = MISSING
     chip: ChipConfig = MISSING
@@ -203,6 +212,7 @@ class SweepConfig:
     scenario: ScenarioConfig = MISSING
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     precision: str | None = None  # None: the model's default precision
     thinking: bool | None = None  # reasoning mode; None: the model's default
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
@@ -242,4 +252,5 @@ SCHEMA_OF_NODE: dict[str, type] = {
     "scenario": ScenarioConfig,
     "topology": TopologyConfig,
     "client": ClientConfig,
+    "telemetry": TelemetryConfig,
 }
