@@ -192,6 +192,13 @@ class ClientConfig:
     # An SSE event larger than this fails its request with a reason (a server that never ends
     # an event would otherwise grow the client's buffer without bound).
     max_event_bytes: int = 4 << 20
+    # Client processes a point's load is split over (harness/client_workers.py); 1: one.
+    workers: int = 1
+    # A point is flagged when the client held requests longer than this between issuing one
+    # and its body reaching the socket (p99, connection set-up excluded)...
+    max_queue_delay_ms: float = 10.0
+    # ...or when its worst event-loop stall could move p99 E2EL/TPOT by more than this share.
+    max_stall_share: float = 0.01
 
 
 @dataclass

@@ -187,6 +187,9 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
     "client.stall_timeout_s": (0, None, True, "e.g. client.stall_timeout_s=600"),
     "client.max_stamp_err_ms": (0, None, True, "e.g. client.max_stamp_err_ms=1.0"),
     "client.max_cpu_share": (0, 1, True, "a share in (0, 1], e.g. 0.95"),
+    "client.workers": (1, 256, False, "e.g. client.workers=2 (one client process per core)"),
+    "client.max_queue_delay_ms": (0, None, True, "e.g. client.max_queue_delay_ms=10"),
+    "client.max_stall_share": (0, 1, True, "a share in (0, 1], e.g. 0.01"),
     "engine.startup_timeout_s": (0, None, True, "e.g. engine.startup_timeout_s=900"),
     "engine.threads": (-1, None, False, "e.g. engine.threads=2, -1 for every core but the "
                        "client's, or null for all cores"),
