@@ -32,7 +32,8 @@ def _scale_items(items: list[TraceRequest | SubAgent], f: int) -> list[TraceRequ
     out: list[TraceRequest | SubAgent] = []
     for it in items:
         if isinstance(it, SubAgent):
-            out.append(dataclasses.replace(it, items=_scale_items(it.items, f)))
+            out.append(dataclasses.replace(it, items=_scale_items(it.items, f),
+                                           prefix_tokens=round(it.prefix_tokens / f)))
         else:
             out.append(dataclasses.replace(
                 it, in_tokens=max(1, round(it.in_tokens / f)),
@@ -69,7 +70,8 @@ def fit_traces(traces: list[Trace], fit: Fit) -> list[Trace]:
                     f"use a factor that divides {tr.block_size} (e.g. {_divisors(tr.block_size)})",
                 )
             out.append(dataclasses.replace(tr, block_size=tr.block_size // fit.factor,
-                                           items=_scale_items(tr.items, fit.factor)))
+                                           items=_scale_items(tr.items, fit.factor),
+                                           prefix_tokens=round(tr.prefix_tokens / fit.factor)))
         return out
     if fit.mode == "cap":
         kept = [dataclasses.replace(tr, items=_cap_items(tr.items, fit.cap_tokens))

@@ -49,6 +49,8 @@ class SubAgent:
     kind: str  # subagent_type (Explore, Plan, ...)
     duration: float  # recorded wall time, s
     items: list[TraceRequest | SubAgent] = field(default_factory=list)
+    # Weka's tool_tokens + system_tokens: the system message of the sub-agent's first turn
+    prefix_tokens: int = 0
 
     @property
     def end(self) -> float:
@@ -63,6 +65,8 @@ class Trace:
     items: list[TraceRequest | SubAgent]
     shared_scope: bool = False  # hash ids shared across traces (Mooncake), else per trace
     meta: dict[str, object] = field(default_factory=dict)
+    # Weka's tool_tokens + system_tokens: the system message of the first turn (AgentX §4)
+    prefix_tokens: int = 0
 
     def requests(self) -> list[TraceRequest]:
         """Every request, sub-agents' included, in listed order."""

@@ -39,6 +39,12 @@ def _num(obj: dict[str, Any], key: str, path: str, where: str, *, required: bool
     return float(v)
 
 
+def _prefix_tokens(obj: dict[str, Any], path: str, where: str) -> int:
+    """tool_tokens + system_tokens (absent: 0): the first turn's system message."""
+    return int(_num(obj, "tool_tokens", path, where, required=False, integer=True)
+               + _num(obj, "system_tokens", path, where, required=False, integer=True))
+
+
 def _items(raw: Any, path: str, where: str, depth: int = 0) -> list[TraceRequest | SubAgent]:
     if not isinstance(raw, list):
         raise TraceError(path, where, "requests", f"expected a list, got {type(raw).__name__}",
@@ -64,6 +70,7 @@ def _items(raw: Any, path: str, where: str, depth: int = 0) -> list[TraceRequest
                 duration=_num(r, "duration_ms", path, w, required=False) / 1000.0,
                 items=_items(r.get("requests"), path, f"{w} ({r.get('agent_id', 'subagent')})",
                              depth + 1),
+                prefix_tokens=_prefix_tokens(r, path, w),
             ))
             continue
         if kind not in ("n", "s", None):
@@ -101,6 +108,7 @@ def parse_trace(obj: Any, path: str, where: str) -> Trace:
         items=items,
         shared_scope=obj.get("hash_id_scope", "local") == "global",
         meta={k: obj[k] for k in ("models", "hash_id_scope") if k in obj},
+        prefix_tokens=_prefix_tokens(obj, path, w),
     )
 
 
