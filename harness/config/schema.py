@@ -121,7 +121,8 @@ class ScenarioConfig:
     range_ratio: float = 0.8  # each request's ISL/OSL uniform in [ratio*L, L]
     requests_per_conc: int = 10  # measured requests = this x concurrency
     warmup_per_conc: int = 2  # warmup requests = this x concurrency (excluded from metrics)
-    api: str = "completions"  # completions | chat
+    # completions | chat; agentic scenarios ship with chat (/v1/chat/completions, as AgentX)
+    api: str = "completions"
     chat_template: bool | None = None  # None: on when a speculator runs (real acceptance)
     # inferencex: consecutive token ids from a random offset, as InferenceX's random dataset
     # (default); filtered: random draws from a vocabulary that re-tokenizes exactly on servers
@@ -148,6 +149,10 @@ class ScenarioConfig:
     idle_cap_s: float = 10.0  # longest gap while nothing is in flight anywhere
     tree_cap_s: float = 300.0  # longest single wait inside a session tree
     warmup_probes: int = 2  # one-token requests per lane after its warmup turn
+    # first_turn_prefix: AIPerf's "[rid:...]" marker before the first user message of every
+    # request of a session tree (upstream); per_block: every block salted per session (no
+    # sharing between sessions, system prefix included); none: no marker (docs/settings.md)
+    cache_bust: str = "first_turn_prefix"
     # timestamped replay: the recorded arrival times divided by this (x the point's load level)
     speedup: float = 1.0
     description: str = ""
@@ -180,6 +185,9 @@ class SearchRow:
     speculator_k: int | None = None  # this row's draft length, when it differs from the recipe's
     extra_args: list[str] = field(default_factory=list)  # appended to engine.extra_args
     env: dict[str, str] = field(default_factory=dict)  # added to engine.env
+    # merged over engine.extra_options (TensorRT-LLM's YAML), key by key at every depth: the
+    # values an upstream script computes per job (cuda_graph_config.max_batch_size = CONC)
+    extra_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
