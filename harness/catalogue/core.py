@@ -17,9 +17,10 @@ from harness.catalogue.base import m as _m
 
 _LATENCY_DEFS = {
     "ttft": ("TTFT", "first chunk carrying content, reasoning or a tool call, minus send time"),
-    "tpot": ("TPOT", "(E2EL - TTFT) / (output_tokens - 1), output tokens from usage"),
+    "tpot": ("TPOT", "(E2EL - TTFT) / (output_tokens - 1), output tokens from usage; what "
+                     "AIPerf and AgentX call ITL (their p90_itl is our p90_tpot)"),
     "itl": ("ITL per chunk", "gaps between content chunks: per chunk, not per token (a chunk "
-                             "may carry several tokens)"),
+                             "may carry several tokens); not AgentX's ITL, which is our TPOT"),
     "e2el": ("E2E latency", "last content chunk minus send time"),
 }
 _STAT_LABEL = {"mean": "mean", "median": "median", "std": "std", "p99.9": "p99.9"}
