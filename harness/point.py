@@ -8,12 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness import energy
 from harness.config.schema import SweepConfig
 from harness.engines import counters, prometheus, server_cache
 from harness.engines.base import EngineAdapter
 from harness.engines.sampler import Sampled
 from harness.metrics import GpuCount, point_metrics
 from harness.point_record import PointIdentity, PointRecord
+from harness.telemetry import NOT_SET, Choice
 from harness.validity import (
     ValiditySettings,
     acceptance_rule,
@@ -38,6 +40,7 @@ class JobContext:
     revision: str
     validity: ValiditySettings
     gpus: GpuCount
+    telemetry: Choice = NOT_SET
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,33 @@ def engine_facts(adapter: EngineAdapter, before: prometheus.Sample, after: prome
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class PowerMeasurement:
+    """What the point's telemetry gave: its source ('none': nothing sampled), why (no tool, a
+    sampler's errors), and the integration over the measured window (None: not sampled)."""
+
+    source: str
+    note: str = ""
+    integration: energy.PowerIntegration | None = None
+
+
+def power_facts(p: PowerMeasurement | None, m: Mapping[str, Any]) -> dict[str, Any]:
+    """Measured-energy figures and their validity (harness/energy.py): the figures only when
+    valid; an invalid or absent measurement never fails the point (InferenceX: best-effort)."""
+    if p is None or p.integration is None:
+        source = p.source if p else "none"
+        reason = (p.note if p else "") or "telemetry not sampled"
+        return {"power_valid": 0, "power_source": source, "power_reasons": [reason]}
+    figures = energy.energy_figures(p.integration, int(m.get("total_input_tokens") or 0),
+                                    int(m.get("total_output_tokens") or 0),
+                                    int(m.get("num_completed") or 0))
+    reasons = list(p.integration.reasons)
+    if p.integration.power_valid and not figures:
+        reasons.append("no_positive_energy")
+    return {"power_valid": int(bool(figures)), "power_source": p.source,
+            "power_reasons": reasons, "power_note": p.note or None, **figures}
+
+
 def chip_fields(sc: SweepConfig) -> dict[str, Any]:
     """The chip's power and prices travel with the point (cost columns need them)."""
     c = sc.chip
@@ -90,9 +120,12 @@ def chip_fields(sc: SweepConfig) -> dict[str, Any]:
 
 
 def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine: EngineState,
-             started: str, finished: str, samples: Sampled = ()) -> PointRecord:
+             started: str, finished: str, samples: Sampled = (),
+             power: PowerMeasurement | None = None,
+             series_figures: Mapping[str, float] | None = None) -> PointRecord:
     """The point's record: every metric, every rule's verdict, where everything came from.
-    `samples`: the server's metrics scraped through the measured window."""
+    `samples`: the server's metrics scraped through the measured window; `power` the
+    accelerator telemetry's integration; `series_figures` harness.series.summary."""
     m = point_metrics(meas.measured.records, meas.measured.duration_s, ctx.gpus)
     facts = ctx.workload.facts(meas, m, samples)
     eng = engine_facts(ctx.adapter, meas.server_before, meas.server_after, samples,
@@ -113,7 +146,8 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     )
     # Chunks carry up to this many tokens (the engine's --stream-interval): ITL is per chunk.
     values = {**m, **facts, **health, **eng,
-              "stream_interval": getattr(ctx.adapter, "stream_interval", 1)}
+              "stream_interval": getattr(ctx.adapter, "stream_interval", 1),
+              **power_facts(power, m), **(series_figures or {})}
     return PointRecord(
         point_id=identity.point_id(), run_id=ctx.run_id, identity=identity,
         status="failed" if verdict.fatal else "ok", validity=verdict,

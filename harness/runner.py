@@ -8,6 +8,7 @@ goes on. The runner does not know which workload it runs (harness.workloads.base
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from collections.abc import Callable
@@ -16,8 +17,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from harness import interrupts
+from harness import energy, interrupts, series, telemetry
 from harness.client import STALL_ERROR, ClientSettings
+from harness.config.errors import ConfigError
 from harness.config.launches import launches
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
@@ -26,14 +28,15 @@ from harness.engines.sampler import MetricsSampler
 from harness.engines.session import EngineSession
 from harness.identity import point_identity
 from harness.metrics import GpuCount
-from harness.point import EngineState, JobContext, assemble, now_iso
+from harness.point import EngineState, JobContext, PowerMeasurement, assemble, now_iso
 from harness.point_record import PointIdentity, PointRecord
 from harness.report import print_summary
-from harness.results import RunDir, git_revision
+from harness.results import RunDir, atomic_write, git_revision
 from harness.spec import acceptance
 from harness.spec.acceptance import AcceptancePlan
+from harness.telemetry.base import TelemetrySampler
 from harness.validity import settings_for
-from harness.workloads.base import LoadLevel, Target
+from harness.workloads.base import LoadLevel, Measurement, Target
 from harness.workloads.fixed_seq import stream_body
 from harness.workloads.registry import make_workload
 from harness.workloads.tokenizer import load_tokenizer
@@ -79,6 +82,7 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
     """Everything before the engine starts: the workload built and its requests encoded, the
     adapter built whole from the recipe, the acceptance plan and the workload's hints."""
     adapter_class(sc.engine.kind).validate(sc, locate)  # cheap refusals first
+    choice = choose_telemetry(sc, locate)
     workload = make_workload(sc, load_tokenizer(sc.model), repo)
     adapter = make_adapter(sc, plan, workload.hints(), locate)
     body = stream_body(adapter.served_model_name, dict(sc.scenario.sampling),
@@ -87,7 +91,25 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
     t = sc.topology
     gpus = GpuCount(gpus_of(sc), t.prefill_gpus, t.decode_gpus)
     return JobContext(sc, sc.run_id, name, adapter, workload, run_seed(sc),
-                      git_revision(repo), settings_for(sc), gpus)
+                      git_revision(repo), settings_for(sc), gpus, telemetry=choice)
+
+
+def choose_telemetry(sc: SweepConfig, locate: Locate) -> telemetry.Choice:
+    """The accelerator telemetry this job samples (docs/energy.md); a named source the host
+    lacks, or a period or gap that is not positive, is refused before the engine starts."""
+    t = sc.telemetry
+    for key, value in (("period_s", t.period_s), ("max_gap_s", t.max_gap_s)):
+        if not value > 0:
+            raise ConfigError(locate(f"telemetry.{key}"), f"telemetry.{key}",
+                              f"must be positive, got {value}", f"set telemetry.{key}=1.0")
+    try:
+        choice = telemetry.choose(t.source)
+    except ValueError as e:
+        raise ConfigError(locate("telemetry.source"), "telemetry.source", str(e),
+                          "set telemetry.source=auto (whatever this host has) or none") from None
+    if choice.source == "none":
+        log.info("no accelerator telemetry: %s", choice.reason)
+    return choice
 
 
 def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
@@ -137,23 +159,65 @@ def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loca
 
 
 def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir) -> PointRecord:
-    """Measure one point; its requests and server samples are on disk before its line."""
+    """Measure one point; its requests, server samples, time series and power audit are on
+    disk before its line. The samplers run beside the load; a failing one is a gap."""
     started = now_iso()
     target = Target(eng.base_url, client_settings(ctx.sc, ctx.adapter.keep_alive), eng.scrape)
     total = ctx.workload.expected_requests(p.level)
+    gpu = ctx.telemetry.sampler(ctx.sc.telemetry.period_s)
     with (tqdm(total=total, desc=f"conc {p.level.concurrency:>4}", unit="req") as bar,
-          MetricsSampler(eng.scrape) as sampler):
+          MetricsSampler(eng.scrape) as sampler, gpu or contextlib.nullcontext()):
         meas = ctx.workload.run(target, p.level, on_done=lambda _: bar.update(1))
+    pid = p.level.point_id
     window = sampler.within(meas.measured.start_ts, meas.measured.end_ts)
-    run.write_requests(p.level.point_id, meas.records)
-    run.write_json(f"server_metrics/{p.level.point_id}.json",
+    run.write_requests(pid, meas.records)
+    run.write_json(f"server_metrics/{pid}.json",
                    {"before": meas.server_before, "after": meas.server_after,
                     "measured_window": [meas.measured.start_ts, meas.measured.end_ts],
                     "samples": [{"t": t, "metrics": m} for t, m in sampler.samples]})
+    figures = write_series(run, pid, ctx, meas, sampler.samples, gpu)
+    power = measure_power(ctx, gpu, meas)
     state = engine_state(eng, meas.measured.records, ctx.sc.client.stall_timeout_s)
-    record = assemble(ctx, p.identity, meas, state, started, now_iso(), window)
+    record = assemble(ctx, p.identity, meas, state, started, now_iso(), window, power, figures)
+    if power.integration is not None:
+        run.write_json(f"power/{pid}.json", energy.audit(
+            power.integration, power.source,
+            {k: v for k, v in record.metrics.items() if k.startswith("measured_")},
+            ctx.sc.telemetry.max_gap_s))
     run.append_point(record.flat())
     return record
+
+
+def write_series(run: RunDir, pid: str, ctx: JobContext, meas: Measurement,
+                 samples: list, gpu: TelemetrySampler | None) -> dict[str, float]:
+    """series/<point_id>.parquet (docs/series.md); its measured-window summary figures. A bug
+    in building it loses the series, never the point (logged); a write failure is a write
+    failure like any other."""
+    t0 = meas.measured.start_ts
+    try:
+        lags = [*getattr(meas.warmup.health, "lag_samples", ()),
+                *getattr(meas.measured.health, "lag_samples", ())]
+        rows = (series.server_rows(ctx.adapter.counters, samples, t0)
+                + series.client_rows(meas.records, t0, lags)
+                + series.gpu_rows(gpu.readings if gpu else (), t0))
+        data = series.parquet_bytes(series.table(rows))
+    except Exception:
+        log.exception("time series of %s not built", pid)
+        return {}
+    atomic_write(run.root / "series" / f"{pid}.parquet", data)
+    return series.summary(rows, meas.measured.duration_s)
+
+
+def measure_power(ctx: JobContext, gpu: TelemetrySampler | None,
+                  meas: Measurement) -> PowerMeasurement:
+    """The telemetry integrated over the measured window, with InferenceX's rules."""
+    if gpu is None:
+        return PowerMeasurement(ctx.telemetry.source, ctx.telemetry.reason)
+    note = (f"{gpu.errors} sampler error(s), last: {gpu.last_error}" if gpu.errors else "")
+    readings = [(r.device, r.t, r.power_w) for r in gpu.readings]
+    integration = energy.integrate(readings, meas.measured.start_ts, meas.measured.end_ts,
+                                   ctx.gpus.total, ctx.sc.telemetry.max_gap_s)
+    return PowerMeasurement(gpu.source, note, integration)
 
 
 def engine_state(eng: EngineSession, records: list, stall_s: float) -> EngineState:

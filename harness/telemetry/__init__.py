@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from harness.telemetry import amd_smi, nvidia_smi, nvml
 from harness.telemetry.base import GpuReading, TelemetrySampler
 
-__all__ = ["SOURCES", "Choice", "GpuReading", "TelemetrySampler", "choose"]
+__all__ = ["NOT_SET", "SOURCES", "Choice", "GpuReading", "TelemetrySampler", "choose"]
 
 _MAKERS: dict[str, tuple[Callable[[], str], Callable[[float], TelemetrySampler]]] = {
     nvml.SOURCE: (nvml.available, nvml.NvmlSampler),
@@ -35,6 +35,9 @@ class Choice:
         if self.source not in _MAKERS:
             return None
         return _MAKERS[self.source][1](period_s)
+
+
+NOT_SET = Choice("none", "telemetry not set up for this job")
 
 
 def choose(setting: str) -> Choice:
