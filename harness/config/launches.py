@@ -6,8 +6,9 @@ concurrency range) is one launch per row, or per row and concurrency when
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from harness.config.schema import SearchRow, SweepConfig
 
@@ -30,9 +31,23 @@ def apply_row(sc: SweepConfig, row: SearchRow) -> SweepConfig:
     if row.speculator_k is not None:
         spec = replace(spec, k=row.speculator_k)
     engine = replace(sc.engine, extra_args=[*sc.engine.extra_args, *row.extra_args],
-                     env={**sc.engine.env, **row.env})
+                     env={**sc.engine.env, **row.env},
+                     extra_options=merge_options(sc.engine.extra_options, row.extra_options))
     return replace(sc, topology=topo, speculator=spec, engine=engine,
                    concurrency=list(row.concurrency), search_space=[])
+
+
+def merge_options(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` merged into `base` key by key at every depth (a row's YAML values beside the
+    recipe's); a value that is not a mapping replaces the one under it, null included."""
+    out = dict(base)
+    for k, v in over.items():
+        below = out.get(k)
+        if isinstance(v, Mapping) and isinstance(below, Mapping):
+            out[k] = merge_options(below, v)
+        else:
+            out[k] = v
+    return out
 
 
 def launches(sc: SweepConfig, check: Callable[[SweepConfig], None] | None = None
