@@ -112,6 +112,22 @@ class SpeculatorConfig:
 
 
 @dataclass
+class DatasetConfig:
+    """A trace corpus published as a Hugging Face dataset (the AgentX corpus), streamed through
+    `datasets` (docs/corpus.md). Set `id` or `local_dir`; both: the local copy of that id."""
+
+    id: str | None = None  # e.g. semianalysisai/cc-traces-weka-062126 (Hub dataset id)
+    revision: str | None = None  # a commit, tag or branch (refs/convert/parquet: the Parquet)
+    split: str = "train"
+    local_dir: str | None = None  # a local copy (traces.jsonl or Parquet); relative to the repo
+    data_files: list[str] = field(default_factory=list)  # globs inside the copy; [] = detected
+    cache_dir: str | None = None  # Hub cache for `id`; None = Hugging Face's default
+    max_entries: int = 0  # the first N eligible traces (AgentX: --num-dataset-entries 393); 0 all
+    max_context_tokens: int = 0  # drop traces whose longest in+out exceeds this first; 0 keep
+    strict: bool = True  # AIPerf's WekaTrace schema: unknown fields and missing ones are errors
+
+
+@dataclass
 class ScenarioConfig:
     name: str = MISSING
     kind: str = MISSING  # fixed | agentic
@@ -139,6 +155,7 @@ class ScenarioConfig:
     # agentic trace replay
     trace_files: list[str] = field(default_factory=list)  # relative to the repository root
     trace_format: str | None = None  # weka | mooncake | azure; None = from the file
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)  # or a corpus by name
     fit_mode: str = "none"  # none | cap | scale
     fit_factor: int = 1  # scale: divide token counts and block size by this
     fit_cap_tokens: int = 0  # cap: drop requests with in + out above this
