@@ -5,7 +5,6 @@ plus AgentX's facts (QPS, theoretical and server-reported prefix-cache hit rates
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -18,9 +17,9 @@ from harness.config.locations import CONTEXT_MARGIN
 from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.engines import prometheus
 from harness.engines.sampler import Sampled
-from harness.records import PHASE_MEASURED, RequestRecord
+from harness.records import PHASE_MEASURED
 from harness.validity import Rule, ValiditySettings
-from harness.workloads.agentic_bodies import AgenticBodies
+from harness.workloads.agentic_bodies import AgenticBodies, replayed_hit_rates
 from harness.workloads.agentx_facts import agentx_facts
 from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
@@ -28,7 +27,6 @@ from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import Replayer, ReplaySettings
 from harness.workloads.traces import Trace, load_traces
 from harness.workloads.traces.fit import Fit, fit_traces
-from harness.workloads.traces.stats import PrefixTrie, hit_tokens
 
 _OVERFLOW = re.compile(r"context|exceed|too long|maximum.*length|n_ctx", re.I)
 
@@ -50,6 +48,21 @@ def load_fitted(scen: ScenarioConfig, root: Path, where: str) -> tuple[list[Trac
         raise ConfigError(where, "scenario.fit_mode", f"unknown fit mode {fit.mode!r}",
                           "use none, cap or scale")
     return fit_traces(traces, fit), fit
+
+
+def replay_settings(scen: ScenarioConfig, where: str) -> ReplaySettings:
+    """The scheduler's settings (docs/replay.md), or a ConfigError naming the bad one."""
+    try:
+        return ReplaySettings(
+            duration_s=scen.duration_s, idle_cap_s=scen.idle_cap_s, tree_cap_s=scen.tree_cap_s,
+            warmup_requests_per_lane=scen.warmup_requests_per_lane,
+            start_min=scen.start_min_ratio, start_max=scen.start_max_ratio, api=scen.api,
+            join_rule=scen.join_rule, pacing=scen.pacing, split_chains=scen.split_chains,
+            primer_start=scen.primer_start, window=scen.measured_window)
+    except ValueError as e:
+        name = str(e).split("=", 1)[0].removeprefix("replay ")
+        key = {"window": "measured_window"}.get(name, name)
+        raise ConfigError(where, f"scenario.{key}", str(e), "see docs/replay.md") from None
 
 
 class AgenticLaneWorkload(Workload):
@@ -74,6 +87,11 @@ class AgenticLaneWorkload(Workload):
                 "scale the traces down (fit_mode=scale, a larger fit_factor) or cap them "
                 "(fit_mode=cap fit_cap_tokens=...)",
             )
+        self.replay = replay_settings(sc.scenario, where)  # bad settings fail here
+        if self.replay.start_min > self.replay.start_max:
+            raise ConfigError(where, "scenario.start_min_ratio",
+                              f"{self.replay.start_min} is above start_max_ratio "
+                              f"{self.replay.start_max}", "give start_min_ratio <= start_max_ratio")
         self.tokenizer = tokenizer
         self.prompts: BlockPrompts | None = None
         self.body: dict[str, Any] = {}
@@ -118,9 +136,7 @@ class AgenticLaneWorkload(Workload):
 def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
                  on_done: OnDone) -> Measurement:
     scen = w.sc.scenario
-    rs = ReplaySettings(duration_s=scen.duration_s, idle_cap_s=scen.idle_cap_s,
-                        tree_cap_s=scen.tree_cap_s, warmup_probes=scen.warmup_probes,
-                        api=scen.api)
+    rs = replay_settings(scen, scenario_file(w.sc))
     settings = replace(target.settings, base_url=target.base_url)
     box: dict[str, prometheus.Sample] = {}
 
@@ -145,30 +161,6 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
     m.extra = {"sessions_started": result.sessions_started,
                "sessions_finished": result.sessions_finished}
     return m
-
-
-def replayed_hit_rates(records: list[RequestRecord]) -> dict[str, float]:
-    """Theoretical prefix-hit rate of what was replayed (an infinite cache over the blocks
-    sent, in send order, warmup included), and what the server reported in usage."""
-    trie = PrefixTrie()
-    hit = total = 0
-    cached = prompt = 0
-    for r in sorted(records, key=lambda r: r.send_ts):
-        t = r.tags
-        if "hash_ids" not in t:
-            continue
-        matched = trie.match_and_insert([(t["salt"], h) for h in t["hash_ids"]])
-        if r.phase != PHASE_MEASURED or not r.ok:
-            continue
-        hit += hit_tokens(matched, int(t["block_size"]), int(t["in"]))
-        total += int(t["in"])
-        if r.cached_tokens >= 0 and r.prompt_tokens > 0:
-            cached += r.cached_tokens
-            prompt += r.prompt_tokens
-    return {
-        "theoretical_hit_rate": hit / total if total else math.nan,
-        "server_hit_rate": cached / prompt if prompt else math.nan,
-    }
 
 
 def agentic_rules(m: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
