@@ -155,3 +155,61 @@ def test_trtllm_serves_prometheus_apart_from_iteration_json() -> None:
     assert "# TYPE trtllm_spec_decode_num_draft_tokens_total counter" in text
     assert 'model_name="undefined"' in text
     assert stats and "specDecodingStats" in stats[0]
+
+
+SHARED = "w " * 1024  # 2048 characters: 8 whole cache blocks of 256
+
+
+async def _prompts(url: str, path: str, texts: list[str]) -> Window:
+    """One request per text, one at a time (so the round robin and the cache order are
+    known), with /metrics sampled after each."""
+    async with aiohttp.ClientSession() as s:
+        async def scrape() -> prometheus.Sample:
+            async with s.get(url + path) as r:
+                return prometheus.parse(await r.text())
+
+        before, samples = await scrape(), []
+        for text in texts:
+            body = {"model": "emulated", "messages": [{"role": "user", "content": text}],
+                    "max_tokens": 8, "stream": True}
+            async with s.post(url + "/v1/chat/completions", json=body) as resp:
+                await resp.read()
+            samples.append((time.monotonic(), await scrape()))
+        return Window(before, await scrape(), samples, 0)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm", "trtllm", "atom"])
+def test_cache_hits_and_kv_usage_read_through_each_engines_series(engine: str) -> None:
+    from harness.engines.server_cache import server_cache_facts
+
+    c = ENGINE_COUNTERS[engine]
+    # 12 prompts, 10 blocks each (8 shared + 2 own), round robin over 2 ranks: each rank's
+    # first prompt misses, the other 10 hit 8 of 10 blocks -> 10 x 0.8 / 12 of all tokens
+    texts = [SHARED + (f"u{i:04d} " * 86)[:512] for i in range(12)]
+    with spawn_server("harness.testing.engine_emulator", "--engine", engine, "--dp", "2",
+                      "--kv-pool-tokens", "1000") as port:
+        w = asyncio.run(_prompts(f"http://127.0.0.1:{port}", c.metrics_path, texts))
+    f = server_cache_facts(c, w.before, w.after, w.samples)
+    assert f["server_hit_rate_device"] == pytest.approx(10 * 0.8 / 12, abs=0.03), f
+    assert f.get("server_hit_rate_host", 0.0) == 0.0
+    assert f["server_hit_rate_overall"] == pytest.approx(f["server_hit_rate_device"])
+    assert f["server_kv_usage_max"] is not None and 0.0 <= f["server_kv_usage_max"] <= 1.0
+    if engine in ("sglang", "trtllm"):
+        assert f["server_kv_pool_tokens"] == 2000  # two ranks' pools
+
+
+def test_sglang_host_tier_hits_are_told_apart_from_device_hits() -> None:
+    from harness.engines.server_cache import server_cache_facts
+
+    # A device cache of 10 blocks: prompts P, Q, P, Q... each evicts the other's blocks to
+    # the host tier, so from the third prompt on the 8 shared blocks come from the host.
+    p, q = "p " * 1024, "q " * 1024
+    texts = [(p if i % 2 == 0 else q) + (f"u{i:04d} " * 86)[:512] for i in range(10)]
+    c = ENGINE_COUNTERS["sglang"]
+    with spawn_server("harness.testing.engine_emulator", "--engine", "sglang",
+                      "--cache-blocks", "10", "--host-blocks", "100") as port:
+        w = asyncio.run(_prompts(f"http://127.0.0.1:{port}", c.metrics_path, texts))
+    f = server_cache_facts(c, w.before, w.after, w.samples)
+    assert f.get("server_hit_rate_device", 0.0) == 0.0
+    assert f["server_hit_rate_host"] == pytest.approx(8 * 0.8 / 10, abs=0.03), f
+    assert f["server_host_kv_usage_max"] > 0
