@@ -128,6 +128,7 @@ def to_point(row: dict[str, Any], n: int, source: str, run_id: str) -> dict[str,
         "date": row.get("date"),
         "started_at": row.get("date"),
         "source": row.get("run_url") or source,
+        "published": True,  # an InferenceX row: the dashboard marks it and links its source
         "status": "ok",
         "valid": True,
         "invalid_reasons": [],

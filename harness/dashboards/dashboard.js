@@ -1,5 +1,7 @@
 // harness dashboard: filters, axis choices, per-series Pareto frontiers drawn as monotone
-// curves, full-identity tooltips. Everything from the JSON embedded in the page; no network.
+// curves, full-identity tooltips, published rows marked, markers linked to point pages,
+// comparison and trend views (compare.js), the view's state in the URL hash.
+// Everything from the JSON embedded in the page; no network.
 // All text from configs and traces reaches the DOM through textContent, never innerHTML.
 "use strict";
 
@@ -7,6 +9,9 @@ const DATA = JSON.parse(document.getElementById("harness-data").textContent);
 const X_AXES = DATA.x_axes;  // [{key, label, better: "higher"|"lower"}]
 const Y_AXES = DATA.y_axes;
 const FILTERS = ["model", "precision", "chip", "engine", "spec_method"];
+const VIEWS = ["frontier", "compare", "trend"];
+const PLOT_CONFIG = {displaylogo: false, responsive: true,
+  toImageButtonOptions: {format: "svg", filename: "harness"}};
 
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
@@ -28,40 +33,75 @@ function select(id, options, value) {
   return s;
 }
 
+function input(id, attrs, value) {
+  const e = el("input", {id, ...attrs});
+  e.value = value;
+  e.addEventListener("change", render);
+  return e;
+}
+
 function scenarioKind(name) {
   const p = DATA.points.find(q => q.scenario === name);
   return p ? p.scenario_kind : "fixed";
 }
 
+function label(c, id, text) { c.appendChild(el("label", {for: id}, text)); }
+
 function buildControls() {
   const c = document.getElementById("controls");
+  label(c, "view", "View ");
+  c.appendChild(select("view", VIEWS.map(v => ({key: v, label: v})), "frontier"));
   const scen = uniq(DATA.points.map(p => p.scenario));
   // Open on the scenario with the most points.
   const count = s => DATA.points.filter(p => p.scenario === s).length;
   const first = DATA.default_scenario || scen.reduce((a, b) => (count(b) > count(a) ? b : a));
-  c.appendChild(el("label", {for: "scenario"}, "Scenario "));
+  label(c, "scenario", " scenario ");
   const ss = select("scenario", scen.map(s => ({key: s, label: s})), first);
   // Agentic scenarios default to E2E-normalized interactivity P90, fixed ones to median.
   ss.addEventListener("change", () => {
-    document.getElementById("xaxis").value = DATA.default_x_by_kind[scenarioKind(ss.value)];
+    const kind = scenarioKind(ss.value);
+    document.getElementById("xaxis").value = DATA.default_x_by_kind[kind];
+    document.getElementById("targets").value = DATA.default_targets[kind].join(",");
   }, true);
   c.appendChild(ss);
-  c.appendChild(el("label", {for: "xaxis"}, " x "));
+  label(c, "xaxis", " x ");
   c.appendChild(select("xaxis", X_AXES, DATA.default_x_by_kind[scenarioKind(first)]));
-  c.appendChild(el("label", {for: "yaxis"}, " y "));
+  label(c, "yaxis", " y ");
   c.appendChild(select("yaxis", Y_AXES, DATA.default_y));
   const opt = el("input", {type: "checkbox", id: "optimal"});
   opt.addEventListener("change", render);
-  c.appendChild(el("label", {for: "optimal"}, " optimal only "));
+  label(c, "optimal", " optimal only ");
   c.appendChild(opt);
   const dates = uniq(DATA.points.map(p => p.date).filter(Boolean));
-  for (const [id, v] of [["date_from", dates[0]], ["date_to", dates[dates.length - 1]]]) {
-    c.appendChild(el("label", {for: id}, id === "date_from" ? " from " : " to "));
-    const d = el("input", {type: "date", id});
-    if (v) d.value = v;
-    d.addEventListener("change", render);
-    c.appendChild(d);
+  label(c, "date_from", " from ");
+  c.appendChild(input("date_from", {type: "date"}, dates[0] || ""));
+  label(c, "date_to", " to ");
+  c.appendChild(input("date_to", {type: "date"}, dates[dates.length - 1] || ""));
+  for (const fmt of ["png", "svg"]) {
+    const b = el("button", {id: "export-" + fmt, type: "button"}, "Export " + fmt.toUpperCase());
+    b.addEventListener("click", () => Plotly.downloadImage(activeChart(), {format: fmt, filename: "harness", width: 1200, height: 700}));
+    c.appendChild(b);
   }
+  buildCompareControls(scenarioKind(first));
+  buildFilters();
+}
+
+function buildCompareControls(kind) {
+  const c = document.getElementById("compare-controls");
+  label(c, "targets", "target interactivities ");
+  c.appendChild(input("targets", {type: "text", size: 16}, DATA.default_targets[kind].join(",")));
+  label(c, "tier", " price ");
+  c.appendChild(select("tier", DATA.price_tiers.map(t => ({key: t, label: t})), DATA.price_tiers[0]));
+  label(c, "trend-target", " trend target ");
+  c.appendChild(input("trend-target", {type: "number", step: "any"}, String(DATA.default_targets[kind][0])));
+  label(c, "trend-by", " by ");
+  c.appendChild(select("trend-by", [{key: "date", label: "date"}, {key: "revision", label: "revision"}], "date"));
+  label(c, "recipe", " recipe ");
+  const series = uniq(DATA.points.map(p => p.series));
+  c.appendChild(select("recipe", [{key: "all", label: "all"}, ...series.map(s => ({key: s, label: s}))], "all"));
+}
+
+function buildFilters() {
   const f = document.getElementById("filters");
   for (const key of FILTERS) {
     const box = el("fieldset", {id: "filter-" + key});
@@ -76,11 +116,10 @@ function buildControls() {
     }
     f.appendChild(box);
   }
-  for (const fmt of ["png", "svg"]) {
-    const b = el("button", {id: "export-" + fmt, type: "button"}, "Export " + fmt.toUpperCase());
-    b.addEventListener("click", () => Plotly.downloadImage("chart", {format: fmt, filename: "harness", width: 1200, height: 700}));
-    c.appendChild(b);
-  }
+}
+
+function activeChart() {
+  return {frontier: "chart", compare: "compare-bars", trend: "trend"}[document.getElementById("view").value];
 }
 
 function selected(key) {
@@ -97,76 +136,38 @@ function visiblePoints() {
     && (!from || !p.date || p.date >= from) && (!to || !p.date || p.date <= to));
 }
 
-// Pareto frontier of the valid points: points no other beats on both axes; x must be > 0.
-// Invalid points stay on the chart (marked x) but never shape a frontier.
-function frontier(pts, xk, yk, xHigher, yHigher) {
-  const sx = xHigher ? 1 : -1, sy = yHigher ? 1 : -1;
-  const cand = pts.filter(p => p.valid && Number.isFinite(p[xk]) && Number.isFinite(p[yk]) && p[xk] > 0);
-  cand.sort((a, b) => (sx * b[xk] - sx * a[xk]) || (sy * b[yk] - sy * a[yk]));
-  const keep = [];
-  let best = -Infinity;
-  for (const p of cand) if (sy * p[yk] > best) { keep.push(p); best = sy * p[yk]; }
-  return keep.sort((a, b) => a[xk] - b[xk]);
-}
-
-// Monotone cubic (Fritsch-Carlson) through (xs, ys): no overshoot between frontier points.
-function monotone(xs, ys, n) {
-  const m = xs.length;
-  if (m < 2) return [xs, ys];
-  const d = [], t = new Array(m);
-  for (let i = 0; i < m - 1; i++) d.push((ys[i + 1] - ys[i]) / (xs[i + 1] - xs[i]));
-  t[0] = d[0]; t[m - 1] = d[m - 2];
-  for (let i = 1; i < m - 1; i++) t[i] = d[i - 1] * d[i] <= 0 ? 0 : (d[i - 1] + d[i]) / 2;
-  for (let i = 0; i < m - 1; i++) {
-    if (d[i] === 0) { t[i] = 0; t[i + 1] = 0; continue; }
-    const a = t[i] / d[i], b = t[i + 1] / d[i], s = a * a + b * b;
-    if (s > 9) { const k = 3 / Math.sqrt(s); t[i] = k * a * d[i]; t[i + 1] = k * b * d[i]; }
-  }
-  const ox = [], oy = [];
-  for (let i = 0; i < m - 1; i++) {
-    const h = xs[i + 1] - xs[i];
-    for (let j = 0; j < n; j++) {
-      const u = j / n, h00 = (1 + 2 * u) * (1 - u) ** 2, h10 = u * (1 - u) ** 2;
-      const h01 = u * u * (3 - 2 * u), h11 = u * u * (u - 1);
-      ox.push(xs[i] + u * h);
-      oy.push(h00 * ys[i] + h10 * h * t[i] + h01 * ys[i + 1] + h11 * h * t[i + 1]);
-    }
-  }
-  ox.push(xs[m - 1]); oy.push(ys[m - 1]);
-  return [ox, oy];
-}
-
 function hover(p) {
   return p.hover.map(line => line.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")).join("<br>");
 }
 
-function render() {
-  const xa = X_AXES.find(a => a.key === document.getElementById("xaxis").value);
-  const ya = Y_AXES.find(a => a.key === document.getElementById("yaxis").value);
+// The frontier drawn for a series: agentic scenarios keep only canonical winners (interp.js).
+function seriesFrontier(sp, xa, ya, canonical) {
+  const front = frontier(sp, xa.key, ya.key, xa.better === "higher", ya.better === "higher");
+  return canonical ? front.filter(p => canonical.has(p.point_id)) : front;
+}
+
+function renderFrontier(pts, xa, ya, kind) {
   const optimal = document.getElementById("optimal").checked;
-  const pts = visiblePoints();
-  const bySeries = new Map();
-  for (const p of pts) {
-    if (!bySeries.has(p.series)) bySeries.set(p.series, []);
-    bySeries.get(p.series).push(p);
-  }
+  const canonical = kind === "agentic"
+    ? canonicalIds(pts, ya.key, ya.better === "higher", DATA.default_x_by_kind.agentic) : null;
   const traces = [];
   let i = 0;
-  for (const [series, sp] of [...bySeries.entries()].sort()) {
+  for (const [series, sp] of bySeriesMap(pts)) {
     const color = DATA.palette[i++ % DATA.palette.length];
-    const front = frontier(sp, xa.key, ya.key, xa.better === "higher", ya.better === "higher");
-    const shown = optimal ? front : sp.filter(p => Number.isFinite(p[xa.key]) && Number.isFinite(p[ya.key]));
+    const pub = sp.some(p => p.published);
+    const front = seriesFrontier(sp, xa, ya, canonical);
+    const shown = optimal ? front : sp.filter(p => finite(p[xa.key]) && finite(p[ya.key]));
     traces.push({
       type: "scatter", mode: "markers", name: series, legendgroup: series,
       x: shown.map(p => p[xa.key]), y: shown.map(p => p[ya.key]),
       text: shown.map(hover), hovertemplate: "%{text}<extra></extra>",
-      marker: {color, size: 9, symbol: shown.map(p => p.valid ? "circle" : "x")},
-      customdata: shown.map(p => p.point_id),
+      marker: {color, size: 9, symbol: shown.map(p => (p.valid ? (pub ? "diamond" : "circle") : "x"))},
+      customdata: shown.map(p => p.page),
     });
     if (front.length >= 2) {
       const [cx, cy] = monotone(front.map(p => p[xa.key]), front.map(p => p[ya.key]), 16);
       traces.push({type: "scatter", mode: "lines", name: series + " (frontier)", legendgroup: series,
-        showlegend: false, x: cx, y: cy, line: {color, width: 2}, hoverinfo: "skip"});
+        showlegend: false, x: cx, y: cy, line: {color, width: 2, dash: pub ? "dash" : "solid"}, hoverinfo: "skip"});
     }
   }
   const layout = {
@@ -176,11 +177,80 @@ function render() {
     hovermode: "closest", showlegend: true, legend: {orientation: "h", y: -0.2},
     margin: {t: 60, r: 20, b: 120, l: 80},
   };
-  Plotly.react("chart", traces, layout, {displaylogo: false, responsive: true,
-    toImageButtonOptions: {format: "svg", filename: "harness"}});
+  Plotly.react("chart", traces, layout, PLOT_CONFIG);
+  linkMarkers(document.getElementById("chart"));
+  renderSources(pts);
+}
+
+// a marker opens its point page (the handler is bound once, on the first draw)
+function linkMarkers(chart) {
+  if (chart.dataset.linked) return;
+  chart.dataset.linked = "1";
+  chart.on("plotly_click", ev => {
+    const page = ev.points && ev.points[0] && ev.points[0].customdata;
+    if (page) window.location.href = page;
+  });
+}
+
+function renderSources(pts) {
+  const ul = document.getElementById("sources");
+  ul.replaceChildren();
+  for (const url of uniq(pts.filter(p => p.published && p.source).map(p => p.source))) {
+    const li = el("li");
+    li.appendChild(el("a", {href: url}, url));
+    ul.appendChild(li);
+  }
+}
+
+// View state <-> URL hash, so a link reproduces a view.
+const STATE = {view: "view", scenario: "scenario", x: "xaxis", y: "yaxis", from: "date_from",
+  to: "date_to", targets: "targets", tier: "tier", trend_target: "trend-target",
+  trend_by: "trend-by", recipe: "recipe"};
+
+function writeHash() {
+  const q = new URLSearchParams();
+  for (const [k, id] of Object.entries(STATE)) q.set(k, document.getElementById(id).value);
+  if (document.getElementById("optimal").checked) q.set("optimal", "1");
+  const off = [...document.querySelectorAll("input[data-key]:not(:checked)")]
+    .map(e => `${e.dataset.key}:${e.dataset.value}`);
+  if (off.length) q.set("off", off.join("|"));
+  history.replaceState(null, "", "#" + q.toString());
+}
+
+function readHash() {
+  const q = new URLSearchParams(location.hash.slice(1));
+  for (const [k, id] of Object.entries(STATE)) {
+    const e = document.getElementById(id);
+    if (!q.has(k)) continue;
+    const v = q.get(k);
+    // a select only takes one of its options; a stale link falls back to the default
+    if (e.tagName !== "SELECT" || [...e.options].some(o => o.value === v)) e.value = v;
+  }
+  document.getElementById("optimal").checked = q.get("optimal") === "1";
+  for (const item of (q.get("off") || "").split("|").filter(Boolean)) {
+    const [key, ...rest] = item.split(":");
+    for (const e of document.querySelectorAll(`input[data-key="${key}"]`)) {
+      if (e.dataset.value === rest.join(":")) e.checked = false;
+    }
+  }
+}
+
+function render() {
+  const view = document.getElementById("view").value;
+  const xa = X_AXES.find(a => a.key === document.getElementById("xaxis").value);
+  const ya = Y_AXES.find(a => a.key === document.getElementById("yaxis").value);
+  const kind = scenarioKind(document.getElementById("scenario").value);
+  const pts = visiblePoints();
+  for (const v of VIEWS) document.getElementById("view-" + v).hidden = v !== view;
+  if (view === "frontier") renderFrontier(pts, xa, ya, kind);
+  else if (view === "compare") renderCompare(pts, xa, ya, kind);
+  else renderTrend(pts, xa, ya, kind);
   document.getElementById("count").textContent =
-    `${pts.length} points in ${bySeries.size} series`;
+    `${pts.length} points in ${bySeriesMap(pts).size} series`;
+  writeHash();
 }
 
 buildControls();
+readHash();
 render();
+window.addEventListener("hashchange", () => { readHash(); render(); });

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.curves import series_key, series_label, with_costs
+from harness.dashboards.point_page import SUMMARY_KEYS, page_href, write_point_pages
 from harness.metrics import PRICE_TIERS, metric
 from harness.point_record import load_flat
 from harness.results import atomic_write
@@ -33,8 +34,18 @@ def _axis(key: str) -> dict[str, str]:
     return {"key": key, "label": f"{m.label} ({m.unit})", "better": m.direction}
 
 
+def _catalogued(key: str) -> bool:
+    try:
+        metric(key)
+    except KeyError:
+        return False
+    return True
+
+
+# Measured energy (telemetry) is an axis once the catalogue has it, beside the table-based one.
+MEASURED_Y_KEYS = ("measured_j_per_tok", "measured_tok_s_per_mw")
 X_AXES = [_axis(k) for k in X_AXIS_KEYS]
-Y_AXES = [_axis(k) for k in Y_AXIS_KEYS]
+Y_AXES = [_axis(k) for k in (*Y_AXIS_KEYS, *MEASURED_Y_KEYS) if _catalogued(k)]
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#bcbd22", "#7f7f7f"]
 _NUMERIC = {a["key"] for a in X_AXES + Y_AXES}
@@ -81,19 +92,34 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def payload_points(points: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+def is_published(p: dict[str, Any]) -> bool:
+    """An ingested InferenceX row (harness.ingest marks them; older ingests by their id)."""
+    return bool(p.get("published")) or "-ix-" in str(p.get("point_id", ""))
+
+
+def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
+                   ) -> list[dict[str, Any]]:
+    """What the page's script needs of each point; `page` links its point page when the
+    dashboard is written to `out`."""
+    res = []
     for p in with_costs(points):
         p = dict(p)
         p["date"] = str(p.get("date") or p.get("started_at") or "")[:10]
-        p["series"] = series_label(series_key(p))
+        p["published"] = is_published(p)
+        # published rows are their own series, never merged into ours
+        p["series"] = series_label(series_key(p)) + (" · published" if p["published"] else "")
         p["hover"] = hover_lines(p)
-        keep = {k: _clean(p.get(k)) for k in _NUMERIC}
+        if p["published"] and p.get("source"):
+            p["hover"].append(f"published: {p['source']}")
+        keep = {k: _clean(p.get(k)) for k in (*_NUMERIC, *SUMMARY_KEYS)}
         for k in ("point_id", "run_id", "model", "precision", "chip", "engine", "spec_method",
-                  "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover"):
+                  "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover",
+                  "published", "source", "engine_version", "harness_revision",
+                  "invalid_reasons", "power_valid", "_root"):
             keep[k] = _clean(p.get(k))
-        out.append(keep)
-    return out
+        keep["page"] = page_href(out, p) if out is not None else None
+        res.append(keep)
+    return res
 
 
 def _script_json(obj: Any) -> str:
@@ -102,10 +128,12 @@ def _script_json(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_page(points: Sequence[dict[str, Any]], title: str) -> str:
+def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None) -> str:
     from plotly.offline import get_plotlyjs
 
-    pts = payload_points(points)
+    pts = payload_points(points, out)
+    for p in pts:
+        p.pop("_root", None)
     data = {
         "title": title,
         "points": pts,
@@ -114,25 +142,37 @@ def render_page(points: Sequence[dict[str, Any]], title: str) -> str:
         "default_x_by_kind": {"fixed": "median_intvty", "agentic": "p90_e2e_intvty"},
         "default_y": "tput_per_gpu",
         "palette": PALETTE,
+        "price_tiers": list(PRICE_TIERS),
+        "default_targets": {"fixed": [20, 40, 60], "agentic": [1, 2, 5]},
     }
-    js = resources.files("harness.dashboards").joinpath("dashboard.js").read_text()
+    js = "\n".join(resources.files("harness.dashboards").joinpath(f).read_text()
+                   for f in ("interp.js", "compare.js", "dashboard.js"))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 16px; color: #222; }}
-#controls, #filters {{ display: flex; flex-wrap: wrap; gap: 8px; align-items: center;
-  margin-bottom: 8px; }}
+#controls, #compare-controls, #filters {{ display: flex; flex-wrap: wrap; gap: 8px;
+  align-items: center; margin-bottom: 8px; }}
 fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 #chart {{ width: 100%; height: 680px; }}
 #count {{ color: #666; font-size: 90%; }}
+#compare-bars, #trend {{ width: 100%; height: 680px; }}
+#compare-table td, #compare-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
+#compare-table {{ border-collapse: collapse; margin-bottom: 8px; }}
 </style></head>
 <body>
 <h1>{html.escape(title)}</h1>
 <div id="controls"></div>
+<div id="compare-controls"></div>
 <div id="filters"></div>
 <div id="count"></div>
-<div id="chart"></div>
+<div id="view-frontier"><div id="chart"></div>
+<p>Markers open the point's page; <b>x</b> marks an invalid point (never on a frontier);
+diamonds and dashed curves are published InferenceX rows. Sources:</p><ul id="sources"></ul>
+</div>
+<div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
+<div id="view-trend" hidden><div id="trend-count"></div><div id="trend"></div></div>
 <script type="application/json" id="harness-data">{_script_json(data)}</script>
 <script>{get_plotlyjs()}</script>
 <script>{js}</script>
@@ -141,11 +181,16 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 
 
 def load_points(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
-    """Flat points of the current schema (older results are migrated on read)."""
-    return load_flat(run_dirs)
+    """Flat points of the current schema (older results are migrated on read), each with
+    `_root`, the run directory its request records are in."""
+    return [{**p, "_root": str(d)} for d in run_dirs for p in load_flat([d])]
 
 
-def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str) -> Path:
+def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str,
+                    point_pages: bool = True) -> Path:
+    out = Path(out)
     points = load_points(run_dirs)
-    atomic_write(Path(out), render_page(points, title).encode())
-    return Path(out)
+    if point_pages:
+        write_point_pages(payload_points(points, out), out)
+    atomic_write(out, render_page(points, title, out if point_pages else None).encode())
+    return out

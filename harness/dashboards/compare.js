@@ -1,0 +1,121 @@
+// Comparison views of the dashboard: throughput per GPU and cost per million tokens at target
+// interactivities (table and bars), and trends over dates or revisions at one target.
+// Values are interpolated on each series' frontier (interp.js). Text via textContent only.
+"use strict";
+
+function compareX(xa, kind) {
+  // interpolation runs along an interactivity (higher is better); latency axes fall back
+  return xa.better === "higher" ? xa.key : DATA.default_x_by_kind[kind];
+}
+
+function parseTargets(text) {
+  return text.split(",").map(s => Number(s.trim())).filter(v => Number.isFinite(v) && v > 0);
+}
+
+function bySeriesMap(pts) {
+  const m = new Map();
+  for (const p of pts) {
+    if (!m.has(p.series)) m.set(p.series, []);
+    m.get(p.series).push(p);
+  }
+  return new Map([...m.entries()].sort());
+}
+
+// Rows of the comparison table: one per series and target (the table and bars show these).
+function compareRows(pts, xk, targets, tier) {
+  const costKey = "cost_per_mtok_" + tier;
+  const rows = [];
+  for (const [series, sp] of bySeriesMap(pts)) {
+    for (const t of targets) {
+      const r = interpolateOnFrontier(sp, t, xk, ["tput_per_gpu", costKey], "clamp");
+      const src = sp.find(p => p.published && p.source);
+      rows.push({series, target: t, published: sp.some(p => p.published),
+        source: src ? src.source : null, tput: r ? r.tput_per_gpu : null,
+        cost: r ? r[costKey] : null, clamped: r ? r.clamped : null,
+        range: r ? r.x_range : null});
+    }
+  }
+  return rows;
+}
+
+function cell(tr, text, attrs) { tr.appendChild(el("td", attrs || {}, text)); }
+
+function renderCompare(pts, xa, ya, kind) {
+  const xk = compareX(xa, kind);
+  const targets = parseTargets(document.getElementById("targets").value);
+  const tier = document.getElementById("tier").value;
+  const rows = compareRows(pts, xk, targets, tier);
+  const table = document.getElementById("compare-table");
+  table.replaceChildren();
+  const head = el("tr");
+  for (const h of ["series", `target ${xk}`, "tok/s/GPU", `$/Mtok (${tier})`, "frontier range", "source"]) head.appendChild(el("th", {}, h));
+  table.appendChild(head);
+  for (const r of rows) {
+    const tr = el("tr", {"data-series": r.series, "data-target": String(r.target)});
+    cell(tr, r.series);
+    cell(tr, String(r.target) + (r.clamped ? " (clamped to range)" : ""));
+    cell(tr, r.tput === null ? "—" : r.tput.toPrecision(5), {"data-metric": "tput_per_gpu", "data-value": String(r.tput)});
+    cell(tr, r.cost === null ? "—" : r.cost.toPrecision(5), {"data-metric": "cost", "data-value": String(r.cost)});
+    cell(tr, r.range ? `${r.range[0].toPrecision(4)}–${r.range[1].toPrecision(4)}` : "no valid frontier");
+    const td = el("td");
+    if (r.source) td.appendChild(el("a", {href: r.source, class: "source"}, "source"));
+    tr.appendChild(td);
+    table.appendChild(tr);
+  }
+  const traces = [];
+  targets.forEach((t, j) => {
+    const rt = rows.filter(r => r.target === t);
+    const marker = {color: DATA.palette[j % DATA.palette.length]};
+    traces.push({type: "bar", name: `${xk} = ${t}`, x: rt.map(r => r.series), y: rt.map(r => r.tput), legendgroup: String(t), marker});
+    traces.push({type: "bar", name: `${xk} = ${t}`, x: rt.map(r => r.series), y: rt.map(r => r.cost), xaxis: "x2", yaxis: "y2", legendgroup: String(t), showlegend: false, marker});
+  });
+  Plotly.react("compare-bars", traces, {
+    title: {text: `${DATA.title}: at target ${xk}`}, barmode: "group",
+    grid: {rows: 2, columns: 1, pattern: "independent"},
+    yaxis: {title: {text: "tok/s/GPU"}}, yaxis2: {title: {text: `$/Mtok (${tier})`}},
+    xaxis: {showticklabels: false}, margin: {t: 60, r: 20, b: 200, l: 80}, height: 760,
+  }, PLOT_CONFIG);
+}
+
+function trendKey(p, by) {
+  return by === "revision" ? String(p.engine_version || p.harness_revision || "unknown") : p.date;
+}
+
+function renderTrend(pts, xa, ya, kind) {
+  const xk = compareX(xa, kind);
+  const target = Number(document.getElementById("trend-target").value);
+  const by = document.getElementById("trend-by").value;
+  const recipe = document.getElementById("recipe").value;
+  const traces = [];
+  let i = 0;
+  for (const [series, sp] of bySeriesMap(pts)) {
+    const color = DATA.palette[i++ % DATA.palette.length];
+    if (recipe && recipe !== "all" && recipe !== series) continue;
+    const groups = new Map();
+    for (const p of sp) {
+      const k = trendKey(p, by);
+      if (!groups.has(k)) groups.set(k, []);
+      groups.get(k).push(p);
+    }
+    // revisions in the order of their first date, dates in order
+    const keys = [...groups.keys()].sort((a, b) => {
+      const da = groups.get(a).map(p => p.date).sort()[0], db = groups.get(b).map(p => p.date).sort()[0];
+      return by === "date" ? (a < b ? -1 : 1) : (da < db ? -1 : da > db ? 1 : 0);
+    });
+    const xs = [], ys = [];
+    for (const k of keys) {
+      const r = interpolateOnFrontier(groups.get(k), target, xk, [ya.key], "none");
+      if (r && finite(r[ya.key])) { xs.push(k); ys.push(r[ya.key]); }
+    }
+    if (!xs.length) continue;
+    const pub = sp.some(p => p.published);
+    traces.push({type: "scatter", mode: "lines+markers", name: series, x: xs, y: ys,
+      line: {color, dash: pub ? "dash" : "solid"}, marker: {symbol: pub ? "diamond" : "circle"}});
+  }
+  Plotly.react("trend", traces, {
+    title: {text: `${ya.label} at ${xk} = ${target}, by ${by}`},
+    xaxis: {title: {text: by}, type: "category", categoryorder: by === "date" ? "category ascending" : "trace"}, yaxis: {title: {text: ya.label}},
+    legend: {orientation: "h", y: -0.3}, margin: {t: 60, r: 20, b: 140, l: 80},
+  }, PLOT_CONFIG);
+  document.getElementById("trend-count").textContent = `${traces.length} series with a value at the target`;
+}

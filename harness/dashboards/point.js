@@ -1,0 +1,158 @@
+// harness point page: latency distributions, throughput and in-flight over time, time series,
+// request timeline, sibling navigation. Data from the JSON inside the page; no network.
+// Text from configs and traces reaches the DOM through textContent, never innerHTML.
+"use strict";
+
+const P = JSON.parse(document.getElementById("point-data").textContent);
+const D = P.data;
+const CONFIG = {displaylogo: false, responsive: true,
+  toImageButtonOptions: {format: "svg", filename: "harness-point"}};
+const WARMUP = "rgba(128,128,128,0.15)";
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function fmt(v) {
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toPrecision(4);
+  return String(v);
+}
+
+function header() {
+  const ul = document.getElementById("identity");
+  for (const line of P.point.hover || []) ul.appendChild(el("li", {}, line));
+  if (!P.point.valid) {
+    ul.appendChild(el("li", {class: "invalid"},
+      "INVALID: " + (P.point.invalid_reasons || []).join("; ")));
+  }
+  if (P.point.published && P.point.source) {
+    const li = el("li", {}, "published row: ");
+    li.appendChild(el("a", {href: P.point.source, id: "source-link"}, P.point.source));
+    ul.appendChild(li);
+  }
+  const t = document.getElementById("summary");
+  for (const [k, v] of Object.entries(P.summary)) {
+    const tr = el("tr");
+    tr.appendChild(el("th", {}, k));
+    tr.appendChild(el("td", {}, fmt(v)));
+    t.appendChild(tr);
+  }
+  if (D.has_requests) {
+    const tr = el("tr", {id: "request-count"});
+    tr.appendChild(el("th", {}, "requests (measured, ok)"));
+    tr.appendChild(el("td", {}, `${D.requests} (${D.measured}, ${D.ok})`));
+    t.appendChild(tr);
+  }
+  const nav = document.getElementById("siblings");
+  nav.appendChild(el("span", {}, "siblings: "));
+  const i = P.siblings.findIndex(s => s.point_id === P.point.point_id && s.run_id === P.point.run_id);
+  const link = (s, label, id) => {
+    const a = el("a", {href: "../../" + s.page}, label);
+    if (id) a.id = id;
+    nav.appendChild(a);
+  };
+  if (i > 0) link(P.siblings[i - 1], "< previous", "prev");
+  P.siblings.forEach((s, j) => {
+    if (j === i) nav.appendChild(el("span", {class: "current"}, `c${s.conc} ${s.date || ""} `));
+    else link(s, `c${s.conc} ${s.date || ""}${s.valid ? "" : " (invalid)"}`);
+  });
+  if (i >= 0 && i < P.siblings.length - 1) link(P.siblings[i + 1], "next >", "next");
+}
+
+function warmupShape(x1) {
+  return {type: "rect", xref: "x", yref: "paper", x0: Math.min(x1, -1e-9), x1: 0, y0: 0, y1: 1,
+    fillcolor: WARMUP, line: {width: 0}, layer: "below"};
+}
+
+function t0Min() {
+  const t = D.over_time.t;
+  return t.length ? t[0] : 0;
+}
+
+function distributions() {
+  const box = document.getElementById("dists");
+  const names = {ttft: "TTFT (s)", tpot: "TPOT (s)", itl: "ITL per chunk (s)", e2el: "E2E latency (s)"};
+  for (const [k, label] of Object.entries(names)) {
+    const d = D.dist[k];
+    const div = el("div", {class: "chart", id: "dist-" + k});
+    box.appendChild(div);
+    Plotly.newPlot(div, [
+      {type: "bar", name: "count", x: d.hist_x, y: d.hist_y, width: d.hist_width,
+       marker: {color: "#1f77b4"}},
+      {type: "scatter", mode: "lines", name: "CDF", x: d.cdf_x, y: d.cdf_y, yaxis: "y2",
+       line: {color: "#d62728", shape: "hv"}},
+    ], {title: {text: `${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}, p99 ${fmt(d.p99)}` : "")},
+        xaxis: {title: {text: label}}, yaxis: {title: {text: "requests"}},
+        yaxis2: {overlaying: "y", side: "right", range: [0, 1], title: {text: "CDF"}},
+        showlegend: false, margin: {t: 40, r: 50, b: 40, l: 50}}, CONFIG);
+  }
+}
+
+function overTime() {
+  const o = D.over_time;
+  Plotly.newPlot("over-time", [
+    {type: "scatter", mode: "lines", name: "output tok/s", x: o.t, y: o.tput, line: {shape: "hv"}},
+    {type: "scatter", mode: "lines", name: "in flight", x: o.t, y: o.inflight, yaxis: "y2",
+     line: {shape: "hv", color: "#ff7f0e"}},
+  ], {xaxis: {title: {text: "s since measured start (shaded: warmup)"}},
+      yaxis: {title: {text: "output tokens/s"}},
+      yaxis2: {overlaying: "y", side: "right", title: {text: "requests in flight"}},
+      shapes: [warmupShape(t0Min())], margin: {t: 20, r: 60, b: 50, l: 60}}, CONFIG);
+}
+
+function series() {
+  const note = document.getElementById("series-note");
+  note.textContent = D.series.length
+    ? `${D.series.length} traces from ${D.series_source}`
+    : "no time series sampled for this point";
+  const traces = D.series.map(s => ({type: "scatter", mode: "lines", x: s.t, y: s.v,
+    name: [s.source, s.device, s.name].filter(Boolean).join(" · "), line: {shape: "hv"}}));
+  Plotly.newPlot("series", traces, {xaxis: {title: {text: "s since measured start"}},
+    shapes: [warmupShape(t0Min())], legend: {orientation: "h", y: -0.25},
+    margin: {t: 20, r: 20, b: 60, l: 60}}, CONFIG);
+}
+
+function timeline() {
+  const tl = D.timeline;
+  const rows = tl.rows;
+  const y = b => rows.indexOf(b.row);
+  const seg = (pick, name, color, width) => {
+    const xs = [], ys = [], text = [];
+    for (const b of tl.bars) {
+      const [a, z] = pick(b);
+      if (a === null || z === null || z < a) continue;
+      xs.push(a, z, null); ys.push(y(b), y(b), null);
+      const t = `${b.id} · ${b.phase}` + (b.subagent ? ` · ${b.subagent}` : "");
+      text.push(t, t, null);
+    }
+    return {type: "scatter", mode: "lines", name, x: xs, y: ys, text, hoverinfo: "text+x",
+      line: {color, width}};
+  };
+  const traces = [
+    seg(b => [b.wait_from, b.send], "wait since the row's last request", "#999999", 2),
+    seg(b => [b.send, b.first], "waiting for first token", "#ff7f0e", 8),
+    seg(b => [b.first, b.end], "decoding", "#1f77b4", 8),
+  ];
+  Plotly.newPlot("timeline", traces, {
+    xaxis: {title: {text: "s since measured start (shaded: warmup)"}},
+    yaxis: {tickvals: rows.map((_, i) => i), ticktext: rows, autorange: "reversed"},
+    shapes: [warmupShape(Math.min(0, ...tl.bars.map(b => b.send).filter(v => v !== null)))],
+    legend: {orientation: "h", y: -0.2}, margin: {t: 20, r: 20, b: 60, l: 140},
+    height: Math.max(300, 40 * rows.length + 120)}, CONFIG);
+}
+
+header();
+if (D.has_requests) {
+  distributions();
+  overTime();
+  series();
+  if (P.point.scenario_kind === "agentic" || D.timeline.rows.length > 1) timeline();
+  else document.getElementById("timeline-title").textContent = "Request timeline (agentic points)";
+} else {
+  for (const id of ["dists", "over-time", "series", "timeline"]) {
+    document.getElementById(id).textContent = "no request records for this point (a published row: its numbers only)";
+  }
+}
