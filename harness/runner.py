@@ -74,7 +74,9 @@ def client_settings(sc: SweepConfig, keep_alive: bool) -> ClientSettings:
         base_url="", timeout_s=sc.client.timeout_s, stall_timeout_s=sc.client.stall_timeout_s,
         api_key_env=sc.engine.api_key_env, strict_sse=sc.client.strict_sse,
         max_stamp_err_ms=sc.client.max_stamp_err_ms, max_cpu_share=sc.client.max_cpu_share,
-        max_event_bytes=sc.client.max_event_bytes, keep_alive=keep_alive)
+        max_event_bytes=sc.client.max_event_bytes, keep_alive=keep_alive,
+        max_queue_delay_ms=sc.client.max_queue_delay_ms,
+        max_stall_share=sc.client.max_stall_share, workers=sc.client.workers)
 
 
 def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,
@@ -167,7 +169,12 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
     gpu = ctx.telemetry.sampler(ctx.sc.telemetry.period_s)
     with (tqdm(total=total, desc=f"conc {p.level.concurrency:>4}", unit="req") as bar,
           MetricsSampler(eng.scrape) as sampler, gpu or contextlib.nullcontext()):
+        wait_s = 2 * ctx.sc.telemetry.period_s + 1.0
+        if gpu is not None:  # readings on both sides of the window, as upstream's monitor has
+            gpu.wait_ready(wait_s)
         meas = ctx.workload.run(target, p.level, on_done=lambda _: bar.update(1))
+        if gpu is not None:
+            gpu.wait_past(meas.measured.end_ts, wait_s)
     pid = p.level.point_id
     window = sampler.within(meas.measured.start_ts, meas.measured.end_ts)
     run.write_requests(pid, meas.records)

@@ -53,6 +53,27 @@ class TelemetrySampler(ABC):
     @abstractmethod
     def _run(self) -> None: ...
 
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait for the first reading, so that the window to come starts after one (the
+        integral needs a reading on each side of it); False after `timeout_s` without."""
+        deadline = time.perf_counter() + timeout_s
+        while not self.readings and time.perf_counter() < deadline and self._thread.is_alive():
+            time.sleep(min(0.05, self.period_s / 4))
+        return bool(self.readings)
+
+    def wait_past(self, t: float, timeout_s: float) -> bool:
+        """Keep sampling until every device seen has a reading at or after `t` (the end of
+        the measured window), at most `timeout_s`; False when one never did."""
+        deadline = time.perf_counter() + timeout_s
+        while time.perf_counter() < deadline and self._thread.is_alive():
+            latest: dict[str, float] = {}
+            for r in list(self.readings):
+                latest[r.device] = max(latest.get(r.device, r.t), r.t)
+            if latest and min(latest.values()) >= t:
+                return True
+            time.sleep(min(0.05, self.period_s / 4))
+        return False
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
