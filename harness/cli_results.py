@@ -22,9 +22,13 @@ def _dashboard(argv: list[str]) -> int:
     p.add_argument("--x", default="median_intvty", help="the view's x axis key")
     p.add_argument("--y", default="tput_per_gpu", help="the view's y axis key")
     p.add_argument("--optimal-only", action="store_true", help="the view shows frontiers only")
+    p.add_argument("--no-point-pages", action="store_true",
+                   help="skip the page per point (<out stem>_points/ beside the dashboard)")
     a = p.parse_args(argv)
-    path = write_dashboard(a.runs, a.out, a.title)
+    path = write_dashboard(a.runs, a.out, a.title, point_pages=not a.no_point_pages)
     print(f"dashboard: {path}")
+    if not a.no_point_pages:
+        print(f"point pages: {path.with_name(path.stem + '_points')}/")
     if a.png or a.svg:
         from harness.dashboards.figure import build_figure, export_image
         from harness.dashboards.page import load_points

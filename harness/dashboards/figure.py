@@ -11,7 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from harness.curves import monotone_curve, pareto_frontier
+from harness.curves import canonical_agentic_ids, monotone_curve, pareto_frontier
 from harness.dashboards.page import PALETTE, X_AXES, Y_AXES, payload_points
 
 
@@ -33,17 +33,25 @@ def build_figure(points: list[dict[str, Any]], scenario: str | None, x: str, y: 
         if p["scenario"] == scenario and p.get(x) is not None and p.get(y) is not None:
             by_series[p["series"]].append(p)
     fig = go.Figure()
+    # agentic frontiers keep only InferenceX-app's canonical winners (harness.curves)
+    canonical = (canonical_agentic_ids([p for sp in by_series.values() for p in sp], y,
+                                       ya["better"] == "higher")
+                 if any(p["scenario_kind"] == "agentic" for sp in by_series.values()
+                        for p in sp) else None)
     for i, (series, sp) in enumerate(sorted(by_series.items())):
         color = PALETTE[i % len(PALETTE)]
         # Invalid points stay visible (marked) but never shape a frontier.
         xs = [p[x] if p.get("valid") else None for p in sp]
         idx = pareto_frontier(xs, [p[y] for p in sp],
                               xa["better"] == "higher", ya["better"] == "higher")
+        if canonical is not None:
+            idx = [j for j in idx if sp[j]["point_id"] in canonical]
         shown = [sp[j] for j in idx] if optimal_only else sp
         fig.add_trace(go.Scatter(
             x=[p[x] for p in shown], y=[p[y] for p in shown], mode="markers", name=series,
             legendgroup=series, marker={"color": color, "size": 9, "symbol": [
-                "circle" if p.get("valid") else "x" for p in shown]},
+                ("diamond" if p.get("published") else "circle") if p.get("valid") else "x"
+                for p in shown]},
             hovertext=["<br>".join(p["hover"]) for p in shown], hoverinfo="text"))
         if len(idx) >= 2:
             cx, cy = monotone_curve([sp[j][x] for j in idx], [sp[j][y] for j in idx])
