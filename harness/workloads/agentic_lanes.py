@@ -25,7 +25,7 @@ from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, 
 from harness.workloads.fixed_seq import PromptBuilder
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import Replayer, ReplaySettings
-from harness.workloads.traces import Trace, load_traces
+from harness.workloads.traces import Trace, scenario_traces
 from harness.workloads.traces.fit import Fit, fit_traces
 
 _OVERFLOW = re.compile(r"context|exceed|too long|maximum.*length|n_ctx", re.I)
@@ -36,13 +36,7 @@ def scenario_file(sc: SweepConfig) -> str:
 
 
 def load_fitted(scen: ScenarioConfig, root: Path, where: str) -> tuple[list[Trace], Fit]:
-    if not scen.trace_files:
-        raise ConfigError(where, "scenario.trace_files", "an agentic scenario needs traces",
-                          "list trace files (relative to the repository) in trace_files")
-    traces: list[Trace] = []
-    for f in scen.trace_files:
-        p = Path(f) if Path(f).is_absolute() else root / f
-        traces.extend(load_traces(p, scen.trace_format))
+    traces = scenario_traces(scen, root, where)  # trace_files or a dataset corpus
     fit = Fit(scen.fit_mode, scen.fit_factor, scen.fit_cap_tokens)
     if fit.mode not in ("none", "cap", "scale"):
         raise ConfigError(where, "scenario.fit_mode", f"unknown fit mode {fit.mode!r}",
