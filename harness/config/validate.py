@@ -216,6 +216,8 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
     "scenario.warmup_probes": (0, 100, False, "e.g. scenario.warmup_probes=2"),
     "scenario.fit_factor": (1, None, False, "1 keeps the trace; e.g. fit_factor=4 divides by 4"),
     "scenario.fit_cap_tokens": (0, None, False, "0 = no cap; e.g. fit_cap_tokens=8192"),
+    "scenario.dataset.max_entries": (0, None, False, "0 = every trace; AgentX uses 393"),
+    "scenario.dataset.max_context_tokens": (0, None, False, "0 = no limit; e.g. 262144"),
     "model.context_length": (1, None, False, "the model's trained context, e.g. 8192"),
     "chip.gpus_per_node": (1, None, False, "e.g. chip.gpus_per_node=8"),
     "chip.power_kw_all_in": (0, None, False, "kW per GPU including its host share"),
@@ -294,6 +296,7 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"recipes/model/{model.name}.yaml")
     if sc_.kind == "fixed":
         _check_fixed(sc, where)
+    _check_dataset(sc, where)
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
                           "use completions or chat")
@@ -329,6 +332,29 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("engine.url"), "engine.url",
                           "engine=endpoint needs the URL of a running server",
                           "add engine.url=http://host:port")
+
+
+_DATASET_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+def _check_dataset(sc: SweepConfig, where: Locator) -> None:
+    """A corpus by name (docs/corpus.md): a Hub id looks like owner/name, a split is named, and
+    only replay scenarios read traces."""
+    ds = sc.scenario.dataset
+    if not (ds.id or ds.local_dir):
+        return
+    if sc.scenario.kind == "fixed":
+        raise ConfigError(where("scenario.dataset"), "scenario.dataset",
+                          "a fixed-sequence scenario replays no traces",
+                          "drop scenario.dataset, or use kind: agentic")
+    if ds.id and not _DATASET_ID.match(ds.id):
+        raise ConfigError(where("scenario.dataset.id"), "scenario.dataset.id",
+                          f"{ds.id!r} is not a Hub dataset id (owner/name)",
+                          "e.g. scenario.dataset.id=semianalysisai/cc-traces-weka-062126-256k, "
+                          "or scenario.dataset.local_dir=PATH for a local copy")
+    if not ds.split:
+        raise ConfigError(where("scenario.dataset.split"), "scenario.dataset.split",
+                          "empty split name", "use scenario.dataset.split=train (the corpus's)")
 
 
 def _check_fixed(sc: SweepConfig, where: Locator) -> None:
