@@ -344,7 +344,8 @@ def _check_dataset(sc: SweepConfig, where: Locator) -> None:
     if not (ds.id or ds.local_dir):
         return
     if sc.scenario.kind == "fixed":
-        raise ConfigError(where("scenario.dataset"), "scenario.dataset",
+        key = "scenario.dataset.id" if ds.id else "scenario.dataset.local_dir"
+        raise ConfigError(where(key), key,
                           "a fixed-sequence scenario replays no traces",
                           "drop scenario.dataset, or use kind: agentic")
     if ds.id and not _DATASET_ID.match(ds.id):
