@@ -104,11 +104,13 @@ class BlockSource:
             out.append(b)
         missing = [i for i, b in enumerate(out) if b is None]
         if missing:
-            ids = [hash_ids[i] for i in missing]
-            made = self.table.join(self.table.picks(key, ids, size))
+            ids = list(dict.fromkeys(hash_ids[i] for i in missing))  # each id built once
+            made = dict(zip(ids, self.table.join(self.table.picks(key, ids, size)),
+                            strict=True))
             self.generated += len(made)
-            for i, h, b in zip(missing, ids, made, strict=True):
-                out[i] = b
+            for i in missing:
+                out[i] = made[hash_ids[i]]
+            for h, b in made.items():
                 self._put((key, h, size), b)
         return out  # type: ignore[return-value]
 
