@@ -262,7 +262,7 @@ def test_bad_inputs_are_one_line_errors(exported, tmp_path) -> None:
 
 
 def test_names_and_clashes() -> None:
-    from harness.exports.aiperf_agentic import split_key
+    from harness.exports.aiperf_server_metrics import split_key
     from harness.exports.inferencex_fixed import result_filename, result_filenames
     from harness.point_record import PointIdentity, PointRecord
     from harness.validity import Validity
