@@ -133,20 +133,9 @@ def _interrupted_message() -> str:
 
 
 def _traces(argv: list[str]) -> int:
-    from harness.workloads.traces import FORMATS, load_traces
-    from harness.workloads.traces.stats import format_stats, trace_stats
+    from harness.cli_traces import traces_command  # trace files, or a corpus streamed
 
-    p = argparse.ArgumentParser(prog="harness traces", description="Inspect trace files.")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    st = sub.add_parser("stats", help="requests, sessions, sub-agents, ISL/OSL, think times, "
-                                      "theoretical prefix-hit rate")
-    st.add_argument("files", nargs="+", type=Path)
-    st.add_argument("--format", choices=sorted(FORMATS), default=None,
-                    help="default: detected from the file")
-    a = p.parse_args(argv)
-    for f in a.files:
-        print(format_stats(trace_stats(load_traces(f, a.format)), str(f)))
-    return 0
+    return traces_command(argv)
 
 
 def _acceptance(argv: list[str]) -> int:
