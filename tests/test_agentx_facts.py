@@ -140,3 +140,19 @@ def test_vllm_sources_partition_the_prompt_and_percent_gauges_are_fractions() ->
     assert f["server_prompt_tokens_computed"] == 600
     assert f["server_kv_usage_max"] == pytest.approx(0.42)  # 42 > 1.5: a percentage
     assert server_cache_facts(ENGINE_COUNTERS["vllm"], {}, {}) == {}
+
+
+def test_server_metric_timeslices_are_one_second_from_the_window_start() -> None:
+    from harness.exports.aiperf_records import Clock
+    from harness.exports.aiperf_server_metrics import counter_slices, gauge_slices
+
+    clock = Clock(10.0, 0)
+    # window 10.0 .. 12.5 s: slices [10, 11) [11, 12) [12, 12.5) (the last cut short)
+    g = gauge_slices([(10.2, 0.2), (10.7, 0.4), (11.5, 0.9), (12.5, 0.1)], 10.0, 12.5, clock)
+    assert [(x["start_ns"], x["end_ns"]) for x in g] == [
+        (0, 1_000_000_000), (1_000_000_000, 2_000_000_000), (2_000_000_000, 2_500_000_000)]
+    assert g[0]["avg"] == pytest.approx(0.3) and g[0]["max"] == 0.4 and g[1]["min"] == 0.9
+    assert g[2]["is_complete"] is False and "is_complete" not in g[0]
+    c = counter_slices([(10.0, 100), (10.9, 130), (11.8, 150), (12.5, 151)], 10.0, 12.5, clock)
+    assert [x["total"] for x in c] == [30, 20, 1]
+    assert c[2]["rate"] == pytest.approx(2.0)  # 1 token over the last 0.5 s

@@ -8,6 +8,7 @@ aggregation) and compare with our point's own values; nothing of ours is recompu
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from pathlib import Path
@@ -282,3 +283,65 @@ def test_names_and_clashes() -> None:
     assert split_key('vllm:x_total{model_name="m \\"q\\"",le="0.5"}') == \
         ("vllm:x_total", {"model_name": 'm "q"', "le": "0.5"})
     assert split_key("plain") == ("plain", {})
+
+
+# docs/upstream/agentx.md §3.7: AIPerf's MetricRecordMetadata fields.
+RECORD_METADATA = ("session_num", "x_request_id", "x_correlation_id", "conversation_id",
+                   "turn_index", "source_trace_id", "source_outer_idx", "source_inner_idx",
+                   "source_kind", "credit_issued_ns", "request_start_ns", "request_ack_ns",
+                   "request_end_ns", "worker_id", "record_processor_id", "benchmark_phase",
+                   "phase_index", "profiling_index", "phase_name", "phase_kind",
+                   "was_cancelled", "cancellation_time_ns", "context_overflow_skip",
+                   "agent_depth", "parent_correlation_id", "root_correlation_id")
+
+
+def test_agentic_records_accounting_and_qps_through_agentx_formulas(exported) -> None:
+    p, _, _, lines = _agentic(exported)
+    assert not [k for x in lines for k in RECORD_METADATA if k not in x["metadata"]]
+    # load_records_with_accounting: warmup = phase set and not profiling; error = truthy
+    warm = [x for x in lines if x["metadata"].get("benchmark_phase", "profiling") != "profiling"]
+    err = [x for x in lines if x.get("error")]
+    kept = _kept(lines)
+    cats: dict[str, int] = {}
+    for x in err:
+        cats[x["error"]["type"]] = cats.get(x["error"]["type"], 0) + 1
+    assert (p["acct_records_total"], p["acct_records_profiled"], p["acct_warmup_dropped"],
+            p["acct_error_dropped"], p["acct_dropped_total"]) == (
+        len(lines), len(kept), len(warm), len(err), len(lines) - len(kept))
+    assert p["acct_error_categories"] == cats
+    # compute_qps_stats: full 1 s windows from the first end, counts left-closed
+    ends = sorted(x["metadata"]["request_end_ns"] / 1e9 for x in kept)
+    counts, t = [], ends[0]
+    while t + 1.0 <= ends[-1]:
+        counts.append(sum(1 for e in ends if t <= e < t + 1.0))
+        t += 1.0
+    assert p["qps_1s_windows"] == len(counts) >= 1
+    assert p["mean_qps_1s"] == pytest.approx(statistics.mean(counts))
+    assert p["p90_qps_1s"] == pytest.approx(_percentile(counts, 90))
+    assert p["std_qps_1s"] == pytest.approx(statistics.pstdev(counts))
+    # AgentX's p75/p95 of TTFT and E2EL, and its tokens and trajectory figures
+    ttft = [_value(x, "time_to_first_token") / 1000 for x in kept]
+    e2el = [_value(x, "request_latency") / 1000 for x in kept]
+    assert _percentile(ttft, 95) == pytest.approx(p["p95_ttft"], rel=1e-6)
+    assert _percentile(e2el, 75) == pytest.approx(p["p75_e2el"], rel=1e-6)
+    osl = [_value(x, "output_sequence_length") for x in kept]
+    assert _percentile(osl, 90) == pytest.approx(p["p90_output_tokens"])
+    assert p["traj_root_count"] == len({x["metadata"]["source_trace_id"] for x in kept})
+
+
+def test_agentic_server_metrics_have_one_second_timeslices(exported) -> None:
+    _, _, art, _ = _agentic(exported)
+    sm = json.loads((art / "server_metrics_export.json").read_text())["metrics"]
+    counters = [s for m in sm.values() if m["type"] == "counter" for s in m["series"]]
+    gauges = [s for m in sm.values() if m["type"] == "gauge" for s in m["series"]]
+    assert counters  # the scripted server has no gauges: test_agentx_facts covers them
+    for s in counters:
+        sl = s["timeslices"]
+        assert sum(x["total"] for x in sl) == pytest.approx(s["stats"]["total"], abs=1e-6)
+        assert all(b["start_ns"] == a["end_ns"] for a, b in itertools.pairwise(sl))
+        assert all(x["end_ns"] - x["start_ns"] == 1_000_000_000 for x in sl[:-1])
+        assert all(x.get("is_complete", True) for x in sl[:-1])
+    for s in gauges:
+        for x in s["timeslices"]:
+            assert x["min"] <= x["avg"] <= x["max"]
+            assert s["stats"]["min"] <= x["min"] and x["max"] <= s["stats"]["max"]
