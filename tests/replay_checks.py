@@ -1,4 +1,5 @@
-"""Checks that replayed request records follow the recorded trace structure."""
+"""Checks that replayed request records follow the recorded trace structure, read against the
+replay plan the scheduler runs (harness.workloads.replay_plan)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from collections import defaultdict
 
 import pandas as pd
 
+from harness.workloads.replay_plan import TreePlan, build_plan
 from harness.workloads.traces import Trace
-from harness.workloads.traces.model import SubAgent, TraceRequest
+
+TAGS = ("session", "trace", "agent", "turn", "think", "in", "out", "recorded_t", "delay",
+        "lane")
 
 
 def frame(records_or_df) -> pd.DataFrame:
@@ -21,67 +25,60 @@ def frame(records_or_df) -> pd.DataFrame:
             "expected_prompt_tokens", "error", "http_status", "max_tokens",
             "completion_tokens")} for r in records_or_df])
         tags = pd.Series([r.tags for r in records_or_df])
-    for k in ("session", "trace", "agent", "turn", "think", "in", "out", "recorded_t"):
+    for k in TAGS:
         df[k] = tags.map(lambda t, k=k: t.get(k)).values
     return df
 
 
-def _agents(items, path=""):
-    out = {}
-    for it in items:
-        if isinstance(it, SubAgent):
-            p = f"{path}/{it.agent_id}".lstrip("/")
-            out[p] = it
-            out.update(_agents(it.items, p))
-    return out
+def stream_of(plan: TreePlan, name: str):
+    return next(s for s in plan.streams() if s.name == name)
 
 
 def check_structure(df: pd.DataFrame, traces: dict[str, Trace], tree_cap: float,
-                    idle_cap: float = float("inf"), slack: float = 0.06) -> dict[str, int]:
-    """Assert the replay followed the traces; return counts of what was checked.
+                    idle_cap: float = float("inf"), slack: float = 0.06,
+                    join_rule: str = "tiered", exact: bool = True) -> dict[str, int]:
+    """Assert the replay followed the plans; return counts of what was checked.
 
-    A gap is at least the recorded think time, minus the caps: `tree_cap` always, and
-    `idle_cap` when nothing was in flight (which began no earlier than the previous request's
-    end, so the gap is still at least `idle_cap`)."""
-    seen = defaultdict(int)
-    ok = df[(df["error"] == "") & (df["phase"] != "probe")]  # probes repeat the warmup turn
+    Each stream sends consecutive turns, never one twice (warmup included); a measured gap is
+    at least the planned delay, or the smaller cap (a cap only ever shortens a wait); a root
+    turn starts after every child of the branches it joins ended."""
+    plans = {tid: build_plan(t, join_rule) for tid, t in traces.items()}
+    seen: dict[str, int] = defaultdict(int)
+    ok = df[df["error"] == ""]
     for (session, agent), g in ok.groupby(["session", "agent"]):
         g = g.sort_values("send_ts")
-        tr = traces[g["trace"].iloc[0]]
-        node_items = tr.items if not agent else _agents(tr.items)[agent].items
-        recorded = [r for r in node_items if isinstance(r, TraceRequest)]
+        plan = plans[g["trace"].iloc[0]]
+        stream = stream_of(plan, agent)
         turns = list(g["turn"])
-        # consecutive recorded turns, in order (the first may be a warmup turn)
         assert turns == list(range(turns[0], turns[0] + len(turns))), (session, agent, turns)
-        for (_, row), turn in zip(g.iterrows(), turns, strict=True):
-            rec = recorded[turn]
-            assert row["in"] == rec.in_tokens and row["recorded_t"] == rec.t
-            assert row["prompt_tokens"] == row["expected_prompt_tokens"]  # exact prompts
+        for _, row in g.iterrows():
+            planned = stream.turns[row["turn"]]
+            assert row["recorded_t"] == planned.req.t, (session, agent, row["turn"])
+            assert row["in"] == planned.req.in_tokens, (session, agent, row["turn"])
+            if exact:  # exact prompts (the bodies' promise, harness.workloads.agentic_bodies)
+                assert row["prompt_tokens"] == row["expected_prompt_tokens"], row["request_id"]
             seen["requests"] += 1
         m = g[g["phase"] == "measured"]
         for prev, cur in zip(m.iloc[:-1].itertuples(), m.iloc[1:].itertuples(), strict=True):
-            want = min(cur.think, tree_cap, idle_cap)
+            want = min(cur.delay, tree_cap, idle_cap)
             assert cur.send_ts - prev.end_ts >= want - slack, (session, agent, cur.turn)
             seen["gaps"] += 1
         if agent:
             seen["subagent_requests"] += len(g)
-    # sub-agents overlap their parent where the recording has them overlap
-    for session, g in ok[ok["phase"] == "measured"].groupby("session"):
-        parent = g[g["agent"] == ""]
+    for session, g in ok.groupby("session"):
+        plan = plans[g["trace"].iloc[0]]
+        root = g[g["agent"] == ""]
+        for b in plan.branches:
+            kids = g[g["agent"].isin([c.name for c in b.children])]
+            if b.join is None or kids.empty:
+                continue
+            joined = root[root["turn"] == b.join]
+            if len(joined):
+                assert joined["send_ts"].iloc[0] >= kids["end_ts"].max() - 1e-6, (session, b.id)
+                seen["joins"] += 1
         subs = g[g["agent"] != ""]
-        for _, s in subs.iterrows():
-            if ((parent["send_ts"] < s["end_ts"]) & (parent["end_ts"] > s["send_ts"])).any():
+        for s in subs.itertuples():
+            if ((root["send_ts"] < s.end_ts) & (root["end_ts"] > s.send_ts)).any():
                 seen["overlaps"] += 1
                 break
-        # joins: a parent turn starts after every sub-agent that ended before it (recorded)
-        tr = traces[g["trace"].iloc[0]]
-        agents = _agents(tr.items)
-        for _, p in parent.iterrows():
-            for path, sub in agents.items():
-                if "/" in path or sub.end > p["recorded_t"]:
-                    continue
-                done = subs[subs["agent"] == path]
-                if len(done) == len([r for r in sub.items if isinstance(r, TraceRequest)]):
-                    assert p["send_ts"] >= done["end_ts"].max() - 1e-6, (session, path)
-                    seen["joins"] += 1
     return dict(seen)

@@ -163,9 +163,17 @@ class ScenarioConfig:
     min_measured_s: float = 900.0  # a shorter measured window is invalid (InferenceX: 900)
     max_overflow_share: float = 0.01  # context overflows allowed
     max_failed_share: float = 0.10  # failed requests allowed
-    idle_cap_s: float = 10.0  # longest gap while nothing is in flight anywhere
-    tree_cap_s: float = 300.0  # longest single wait inside a session tree
-    warmup_probes: int = 2  # one-token requests per lane after its warmup turn
+    # agentic replay scheduler (docs/replay.md): upstream's behaviour by default
+    idle_cap_s: float = 10.0  # nothing in flight anywhere this long: every timer moves forward
+    tree_cap_s: float = 300.0  # one session tree idle this long: its timers move forward
+    warmup_requests_per_lane: int = 10  # one-token requests advancing each lane after primers
+    start_min_ratio: float = 0.25  # each lane's start point t*: uniform in this share of
+    start_max_ratio: float = 0.75  # its tree's recorded time span
+    join_rule: str = "tiered"  # tiered | next_turn: which parent turn waits for a sub-agent
+    pacing: str = "end_to_start"  # end_to_start | think_time | start_to_start
+    split_chains: bool = True  # an agent's parallel request chains replay concurrently
+    primer_start: str = "spread"  # spread | burst: when each lane's primers go
+    measured_window: str = "requests"  # requests (AgentX) | deadline: the throughput window
     # first_turn_prefix: AIPerf's "[rid:...]" marker before the first user message of every
     # request of a session tree (upstream); per_block: every block salted per session (no
     # sharing between sessions, system prefix included); none: no marker (docs/settings.md)

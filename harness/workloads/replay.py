@@ -1,53 +1,89 @@
-"""Agentic trace replay (AgentX, docs/methodology.md §6).
+"""Agentic trace replay as AgentX runs it (docs/replay.md; docs/methodology.md §6).
 
-Concurrency N = N live session trees ("lanes"), a closed loop over sessions. Inside a session
-the recorded think time is honoured end-to-start; a sub-agent starts at its recorded offset
-after the parent request before it and runs its own requests; a parent request waits for the
-sub-agents that had finished before it in the recording (its joins). Idle gaps are capped:
-`tree_cap_s` per wait, and `idle_cap_s` when nothing is in flight anywhere. Each lane starts at
-a random point 25-75% into its trace and first sends the turn before it (warmup) and a few
-one-token probes; afterwards traces are recycled with a fresh cache-bust salt. Everything is
-seeded; the measured phase lasts `duration_s` (requests in flight at the end finish).
+Concurrency N = N lanes, each one live session tree (a root stream, its sub-agents' streams,
+its parallel chains; harness.workloads.replay_plan), replayed closed-loop: a stream's next turn
+is sent its recorded idle gap after its previous turn ended; a sub-agent branch starts at its
+recorded offset from the turn that spawned it; the root turn a branch gates waits until every
+child stream of it ended (an error ends a child too). Waits are timers on one clock whose idle
+caps move them forward in sets (harness.workloads.replay_clock).
+
+Warmup (AIPerf's agentic warmup): each lane starts at t*, 25-75% into its tree's recorded span;
+every stream alive at t* sends the turn before t* with one output token (the primers, spread so
+every lane's t* lands together), then each lane sends `warmup_requests_per_lane` more one-token
+requests that advance it (further turns, idle gaps removed). Profiling starts when they drained;
+each stream's first measured request is its next turn. A lane recycles when its root sent its
+last turn and the whole tree drained; the next trace replays from turn 0 with a fresh salt.
+Profiling lasts `duration_s`; requests in flight then finish and count.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
+from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-
-import numpy as np
+from dataclasses import dataclass, field
 
 from harness.client import StreamingClient
-from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord, RequestSpec
+from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord
 from harness.workloads.agentic_bodies import AgenticBodies
+from harness.workloads.replay_clock import Jumps, ReplayClock
 from harness.workloads.replay_context import ReplayContext
-from harness.workloads.traces.model import SubAgent, Trace, TraceRequest
+from harness.workloads.replay_plan import (
+    JOIN_RULES,
+    PACINGS,
+    Branch,
+    StartPoint,
+    Stream,
+    TreePlan,
+    build_plan,
+    next_turn,
+    start_point,
+)
+from harness.workloads.traces.model import Trace
 
-_SLICE_S = 0.05  # sleepers re-check the idle cap this often
+_OVERFLOW = re.compile(r"context|exceed|too long|maximum.*length|n_ctx", re.I)
+_POLL_S = 0.01  # how often the warmup's end is checked
 
 
 @dataclass
 class ReplaySettings:
     duration_s: float
-    idle_cap_s: float = 10.0
-    tree_cap_s: float = 300.0
-    warmup_probes: int = 2
+    idle_cap_s: float = 10.0  # whole system idle: every pending timer moves (AIPerf: 10 s)
+    tree_cap_s: float = 300.0  # one tree idle: its timers move (InferenceX: 300 s)
+    warmup_requests_per_lane: int = 10
     start_min: float = 0.25
     start_max: float = 0.75
     api: str = "completions"
+    join_rule: str = "tiered"  # tiered (AIPerf's loader) | next_turn (its older rule)
+    pacing: str = "end_to_start"  # end_to_start | think_time | start_to_start
+    split_chains: bool = True  # parallel chains of one agent replay as their own streams
+    primer_start: str = "spread"  # spread (AIPerf's default) | burst
+    window: str = "requests"  # requests: first send..last end of kept records | deadline
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (("join_rule", self.join_rule, JOIN_RULES),
+                                     ("pacing", self.pacing, PACINGS),
+                                     ("primer_start", self.primer_start, ("spread", "burst")),
+                                     ("window", self.window, ("requests", "deadline"))):
+            if value not in allowed:
+                raise ValueError(f"replay {name}={value!r}: use one of {', '.join(allowed)}")
 
 
 @dataclass
 class ReplayResult:
     records: list[RequestRecord]
-    start_ts: float  # the measured phase began (after every lane's warmup)
-    end_ts: float  # the deadline, or the end of the last measured request if later
+    start_ts: float  # the measured window (settings.window)
+    end_ts: float
     start_wall: float
     sessions_started: int = 0
     sessions_finished: int = 0
+    profiling_start: float = math.nan  # when the warmup had drained
+    deadline: float = math.nan
+    start_points: list[float] = field(default_factory=list)  # t* per lane
+    jumps: Jumps = field(default_factory=Jumps)
 
     @property
     def duration_s(self) -> float:
@@ -57,8 +93,29 @@ class ReplayResult:
 @dataclass
 class _Lane:
     index: int
-    rng: np.random.Generator
+    trace_index: int
+    quota: int
     sessions: int = 0
+
+
+@dataclass
+class _Tree:
+    plan: TreePlan
+    lane: _Lane
+    session: str
+    salt: object
+    tasks: dict[str, list[asyncio.Task[None]]] = field(default_factory=lambda: defaultdict(list))
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """How a stream enters the replay: its first turn, the wait before it, and whether the
+    turn before it is sent first as a primer (after `primer_wait`)."""
+
+    start: int
+    wait: float
+    primer: bool = False
+    primer_wait: float = 0.0
 
 
 class Replayer:
@@ -69,160 +126,223 @@ class Replayer:
         if not traces:
             raise ValueError("no traces to replay")
         self.client, self.traces, self.n_lanes = client, traces, lanes
-        self.s, self.bodies = settings, bodies
-        self.seed, self.on_done = seed, on_done
-        # Cache-bust scope: a point's sessions never share blocks with another point's.
-        self.salt_prefix = salt_prefix
+        self.s, self.bodies, self.seed, self.on_done = settings, bodies, seed, on_done
+        self.salt_prefix = salt_prefix  # cache-bust scope: one point never shares another's
+        self.plans = [build_plan(t, settings.join_rule, settings.pacing, settings.split_chains)
+                      for t in traces]
         self.records: list[RequestRecord] = []
+        self.clock = ReplayClock(settings.idle_cap_s, settings.tree_cap_s)
         self.deadline = math.inf
-        self.idle_since: float | None = time.perf_counter()
-        self._wakes: dict[int, float] = {}
+        self.warming = True
+        self._parked: list[tuple[float, asyncio.Future[float]]] = []
+        self._warm_inflight = 0
+        self._primers_left = 0
+        self._trees: dict[str, _Tree] = {}
         self._sessions_started = self._sessions_finished = 0
-        self.on_measured_start: Callable[[], object] | None = None  # after every lane warmed
+        self.on_measured_start: Callable[[], object] | None = None  # when profiling starts
 
     # ---- sending -------------------------------------------------------------------
-    async def _send(self, spec: RequestSpec) -> RequestRecord:
-        self.idle_since = None
-        rec = await self.client.send(spec)
-        if self.client.inflight == 0:
-            self.idle_since = time.perf_counter()
+    async def _send(self, tree: _Tree, stream: Stream, k: int, phase: str) -> RequestRecord:
+        turn = stream.turns[k]
+        ctx = ReplayContext(tree.lane.index, tree.session, tree.salt, tree.plan.trace,
+                            path=stream.name, phase=phase, turn=k,
+                            extra={"subagent_type": stream.kind, "delay": turn.delay,
+                                   "recorded_abs_t": turn.t})
+        spec = self.bodies.spec(turn.req, ctx, None if phase == PHASE_MEASURED else 1)
+        warm = phase != PHASE_MEASURED
+        self._warm_inflight += warm
+        self.clock.started(tree.session)  # before any await: the caps see it in flight
+        try:
+            rec = await self.client.send(spec)
+        finally:
+            self._warm_inflight -= warm
+            self.clock.finished(tree.session)
         self.records.append(rec)
         if self.on_done is not None:
             self.on_done(rec)
         return rec
 
-    # ---- waiting -------------------------------------------------------------------
-    async def _sleep_until(self, wake: float) -> bool:
-        """Sleep until `wake` (False: the deadline passed first). While the whole system is
-        idle, the earliest sleeper wakes no later than idle_cap_s after it went idle."""
-        key = id(asyncio.current_task())
-        self._wakes[key] = wake
-        try:
-            while True:
-                now = time.perf_counter()
-                if now >= self.deadline:
-                    return False
-                if now >= wake:
-                    return True
-                idle = self.idle_since
-                if (idle is not None and self.client.inflight == 0
-                        and now >= idle + self.s.idle_cap_s
-                        and wake <= min(self._wakes.values())):
-                    return True
-                await asyncio.sleep(min(_SLICE_S, wake - now))
-        finally:
-            self._wakes.pop(key, None)
+    # ---- one stream ------------------------------------------------------------------
+    async def _stream(self, tree: _Tree, stream: Stream, entry: _Entry) -> None:
+        if entry.primer:
+            try:
+                await asyncio.sleep(entry.primer_wait)
+                await self._send(tree, stream, entry.start - 1, PHASE_WARMUP)
+            finally:
+                self._primers_left -= 1
+        for k in range(entry.start, len(stream.turns)):
+            wait = entry.wait if k == entry.start else stream.turns[k].delay
+            if not await self._turn(tree, stream, k, wait):
+                return
 
-    def _cap(self, gap: float) -> float:
-        return min(max(gap, 0.0), self.s.tree_cap_s)
-
-    # ---- replaying a tree ------------------------------------------------------------
-    async def _run_items(self, items: list[TraceRequest | SubAgent], ctx: ReplayContext,
-                         skip_before: float = -math.inf) -> bool:
-        """Replay one parent's items; False once the deadline stops it."""
-        prev_end = time.perf_counter()
-        recorded_end = skip_before if skip_before > -math.inf else 0.0
-        subs: list[tuple[SubAgent, asyncio.Task[bool]]] = []
-        alive = True
-        try:
-            for it in items:
-                if isinstance(it, SubAgent):
-                    if it.t < skip_before:
-                        continue
-                    offset = self._cap(it.t - recorded_end)
-                    sub_ctx = ReplayContext(ctx.lane, ctx.session, ctx.salt, ctx.trace,
-                                   path=f"{ctx.path}/{it.agent_id}".lstrip("/"),
-                                   extra={"subagent_type": it.kind})
-                    subs.append((it, asyncio.create_task(self._sub(it, sub_ctx,
-                                                                   prev_end + offset))))
-                    continue
-                if it.t < skip_before:
-                    continue
-                for s, task in subs:  # the sub-agents this turn joins (ended before it)
-                    if s.end <= it.t and not task.done():
-                        alive = await task and alive
-                if not alive or not await self._sleep_until(prev_end + self._cap(it.think)):
-                    return False
-                await self._send(self.bodies.spec(it, ctx))
-                ctx.turn += 1
-                prev_end = time.perf_counter()
-                recorded_end = it.t + it.api_time
-            results = await asyncio.gather(*(t for _, t in subs))
-            return alive and all(results)
-        finally:
-            for _, t in subs:
-                if not t.done():
-                    t.cancel()
-
-    async def _sub(self, sub: SubAgent, ctx: ReplayContext, start: float) -> bool:
-        if not await self._sleep_until(start):
+    async def _turn(self, tree: _Tree, stream: Stream, k: int, wait: float) -> bool:
+        """Wait, join, send one turn. False: the stream stops (deadline or overflow)."""
+        paced = not self.warming  # warmup turns go without their idle gaps
+        if paced and not await self.clock.sleep_until(time.perf_counter() + wait, tree.session):
             return False
-        return await self._run_items(sub.items, ctx)
+        root = stream is tree.plan.root
+        if root:
+            for b in tree.plan.joined_at(k):
+                if tree.tasks.get(b.id):
+                    await asyncio.gather(*tree.tasks[b.id])
+        phase = PHASE_MEASURED
+        if self.warming and tree.lane.quota > 0:
+            tree.lane.quota -= 1
+            phase = PHASE_PROBE
+        elif self.warming:  # the lane used its warmup: this turn opens its profiling
+            due = await self._park(wait)
+            if not await self.clock.sleep_until(due, tree.session):
+                return False
+        elif not paced and not await self.clock.sleep_until(time.perf_counter() + wait,
+                                                            tree.session):
+            return False  # profiling began while this turn waited on its join
+        if phase == PHASE_MEASURED and time.perf_counter() >= self.deadline:
+            return False
+        spawns = tree.plan.spawned_by(k) if root else []
+        turn = stream.turns[k]
+        # A branch recorded as starting before its spawn turn ended runs beside that turn:
+        # it starts when the turn is sent; the others when it returns.
+        for b in spawns:
+            if b.start_t < turn.end:
+                self._spawn(tree, b, turn.t)
+        rec = await self._send(tree, stream, k, phase)
+        for b in spawns:
+            if b.start_t >= turn.end:
+                self._spawn(tree, b, turn.end)
+        return not (rec.error and _OVERFLOW.search(rec.error))  # an overflow ends the stream
 
-    # ---- lanes -----------------------------------------------------------------------
-    def _new_session(self, lane: _Lane, trace: Trace, phase: str) -> ReplayContext:
+    async def _park(self, wait: float) -> float:
+        fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._parked.append((wait, fut))
+        return await fut
+
+    def _spawn(self, tree: _Tree, b: Branch, anchor_t: float,
+               entries: list[_Entry] | None = None) -> None:
+        for i, child in enumerate(b.children):
+            e = entries[i] if entries else _Entry(0, max(0.0, child.turns[0].t - anchor_t))
+            if e.start < len(child.turns):
+                tree.tasks[b.id].append(asyncio.create_task(self._stream(tree, child, e)))
+
+    # ---- trees and lanes ------------------------------------------------------------------
+    def _new_tree(self, lane: _Lane) -> _Tree:
         lane.sessions += 1
         self._sessions_started += 1
+        plan = self.plans[lane.trace_index]
         session = f"L{lane.index}S{lane.sessions}"
-        salt: object = (self.salt_prefix, "shared") if trace.shared_scope else (
+        salt: object = (self.salt_prefix, "shared") if plan.trace.shared_scope else (
             self.salt_prefix, session)
-        return ReplayContext(lane.index, session, salt, trace, phase=phase)
+        tree = _Tree(plan, lane, session, salt)
+        self._trees[session] = tree
+        return tree
 
-    def _start_point(self, lane: _Lane, trace: Trace) -> int:
-        n = len(trace.parent_requests())
-        if n < 2:
-            return 0
-        lo = max(1, math.ceil(self.s.start_min * n))
-        hi = max(lo, min(n - 1, math.floor(self.s.start_max * n)))
-        return int(lane.rng.integers(lo, hi + 1))
+    def _snapshot(self, tree: _Tree, sp: StartPoint, leads: list[float]) -> list[
+            tuple[Stream, _Entry, Branch | None]]:
+        """The streams alive at t*: where each enters, and its primer's lead on t*."""
+        plan, t = tree.plan, sp.t
+        out: list[tuple[Stream, _Entry, Branch | None]] = []
+        if sp.root_next > 0:
+            out.append((plan.root, _Entry(sp.root_next,
+                                          max(0.0, plan.root.turns[sp.root_next].t - t), True),
+                        None))
+        for b in plan.branches:
+            if b.spawn >= sp.root_next:
+                continue  # its spawn turn comes after t*: spawned as recorded
+            for child in b.children:
+                c = next_turn(child, t)
+                if c is not None:  # alive at t*: kept, never dropped
+                    out.append((child, _Entry(c, max(0.0, child.turns[c].t - t), c > 0), b))
+        for stream, e, _ in out:
+            if e.primer:
+                leads.append(min(t - stream.turns[e.start - 1].t, self.s.idle_cap_s))
+        return out
 
-    async def _warm(self, lane: _Lane, trace: Trace) -> tuple[ReplayContext, float]:
-        """Send the turn before the lane's start point, and one-token probes."""
-        ctx = self._new_session(lane, trace, PHASE_WARMUP)
-        parents = trace.parent_requests()
-        k = self._start_point(lane, trace)
-        prime = parents[k - 1] if k > 0 else parents[0]
-        ctx.turn = max(k - 1, 0)
-        await self._send(self.bodies.spec(prime, ctx))
-        ctx.phase = PHASE_PROBE
-        for _ in range(self.s.warmup_probes):
-            await self._send(self.bodies.spec(prime, ctx, max_tokens=1))
-        ctx.phase = PHASE_MEASURED
-        ctx.turn = k
-        return ctx, parents[k].t if k > 0 else -math.inf
+    async def _run_tree(self, tree: _Tree, entries: list[tuple[Stream, _Entry, Branch | None]]
+                        ) -> None:
+        root_entry = _Entry(0, 0.0)
+        for stream, e, b in entries:
+            if b is None:
+                root_entry = e
+            else:
+                tree.tasks[b.id].append(asyncio.create_task(self._stream(tree, stream, e)))
+        await self._stream(tree, tree.plan.root, root_entry)
+        await asyncio.gather(*(t for ts in tree.tasks.values() for t in ts))  # tree drained
+        self.clock.tree_closed(tree.session)
+        self._trees.pop(tree.session, None)
 
-    async def _lane(self, lane: _Lane, first: tuple[ReplayContext, float],
-                    trace_index: int) -> None:
-        ctx, skip_before = first
-        trace = ctx.trace
+    async def _lane(self, lane: _Lane, first: _Tree,
+                    entries: list[tuple[Stream, _Entry, Branch | None]]) -> None:
+        await self._run_tree(first, entries)
         while time.perf_counter() < self.deadline:
-            finished = await self._run_items(trace.items, ctx, skip_before)
-            if not finished:
-                return
             self._sessions_finished += 1
-            trace_index = (trace_index + 1) % len(self.traces)  # recycle the corpus
-            trace = self.traces[trace_index]
-            ctx, skip_before = self._new_session(lane, trace, PHASE_MEASURED), -math.inf
+            lane.trace_index = (lane.trace_index + 1) % len(self.traces)  # recycle
+            await self._run_tree(self._new_tree(lane), [])
 
-    async def run(self) -> ReplayResult:
-        rng = np.random.default_rng([self.seed, 0xA6E7])
-        lanes = [_Lane(i, np.random.default_rng([self.seed, i])) for i in range(self.n_lanes)]
-        order = rng.permutation(len(self.traces))
-        starts = [int(order[i % len(order)]) for i in range(self.n_lanes)]
-        firsts = await asyncio.gather(*(self._warm(ln, self.traces[s])
-                                        for ln, s in zip(lanes, starts, strict=True)))
-        if self.on_measured_start is not None:
-            self.on_measured_start()
-        start_wall = time.time()
+    # ---- the run ------------------------------------------------------------------------
+    def _lanes(self) -> list[_Lane]:
+        # Distinct traces first; lanes beyond the corpus wrap (their t* is lane-salted).
+        return [_Lane(i, i % len(self.traces), self.s.warmup_requests_per_lane)
+                for i in range(self.n_lanes)]
+
+    async def _warmup_drained(self, lanes: list[_Lane]) -> None:
+        while not (self._primers_left == 0 and self._warm_inflight == 0
+                   and all(ln.quota == 0 for ln in lanes)):
+            await asyncio.sleep(_POLL_S)
+
+    def _handoff(self) -> float:
+        """Profiling starts: parked turns fire at their offsets less the smallest of them (the
+        earliest at once, the others keep their spacing); the caps and the deadline start."""
+        self.warming = False
         t0 = time.perf_counter()
         self.deadline = t0 + self.s.duration_s
-        self.idle_since = t0
-        # No GC pause here (unlike fixed-sequence points): replays run for many minutes.
-        await asyncio.gather(*(self._lane(ln, f, s)
-                               for ln, f, s in zip(lanes, firsts, starts, strict=True)))
-        measured = [r for r in self.records if r.phase == PHASE_MEASURED]
-        # The window runs to the deadline (lanes thinking are part of it) or, if requests
-        # were still streaming then, to the last of them.
-        end = max([self.deadline, *(r.end_ts for r in measured)])
-        return ReplayResult(self.records, t0, end, start_wall, self._sessions_started,
-                            self._sessions_finished)
+        least = min((w for w, _ in self._parked), default=0.0)
+        for w, fut in self._parked:
+            fut.set_result(t0 + w - least)
+        self._parked.clear()
+        self.clock.activate(list(self._trees), self.deadline)
+        return t0
+
+    async def run(self) -> ReplayResult:
+        lanes = self._lanes()
+        firsts, plans_in, leads, points = [], [], [], []
+        for ln in lanes:
+            tree = self._new_tree(ln)
+            wraps = ln.index >= len(self.traces)
+            sp = start_point(tree.plan, self.seed, f"lane{ln.index}" if wraps else "",
+                             self.s.start_min, self.s.start_max)
+            points.append(sp.t)
+            firsts.append(tree)
+            plans_in.append(self._snapshot(tree, sp, leads))
+        top = max(leads, default=0.0)
+        lead_iter = iter(leads)
+        for entries in plans_in:  # the spread: each primer goes max_lead - lead after start
+            for i, (stream, e, b) in enumerate(entries):
+                if e.primer:
+                    wait = top - next(lead_iter) if self.s.primer_start == "spread" else 0.0
+                    entries[i] = (stream, _Entry(e.start, e.wait, True, wait), b)
+                    self._primers_left += 1
+        tasks = [asyncio.create_task(self._lane(ln, tr, en))
+                 for ln, tr, en in zip(lanes, firsts, plans_in, strict=True)]
+        try:
+            await self._warmup_drained(lanes)
+            if self.on_measured_start is not None:
+                self.on_measured_start()
+            start_wall = time.time()
+            t0 = self._handoff()
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            self.clock.close()
+        return self._result(t0, start_wall, points)
+
+    def _result(self, t0: float, start_wall: float, points: list[float]) -> ReplayResult:
+        kept = [r for r in self.records if r.phase == PHASE_MEASURED and r.ok]
+        if self.s.window == "requests" and kept:
+            # AgentX divides by (last request end - first request start) of the kept records
+            # (docs/upstream/agentx.md §2.2)
+            start, end = min(r.send_ts for r in kept), max(r.end_ts for r in kept)
+        else:
+            measured = [r.end_ts for r in self.records if r.phase == PHASE_MEASURED]
+            start, end = t0, max([self.deadline, *measured])
+        return ReplayResult(self.records, start, end, start_wall, self._sessions_started,
+                            self._sessions_finished, t0, self.deadline, points, self.clock.jumps)

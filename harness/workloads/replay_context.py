@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.records import PHASE_MEASURED
-from harness.workloads.traces.model import Trace
+from harness.workloads.traces.model import Trace, TraceRequest
 
 
 @dataclass
@@ -21,5 +21,9 @@ class ReplayContext:
     trace: Trace
     path: str = ""
     phase: str = PHASE_MEASURED
-    turn: int = 0
+    turn: int = 0  # the turn's index in its stream
     extra: dict[str, Any] = field(default_factory=dict)
+    # The stream's requests in replay order, when the scheduler split an agent's parallel
+    # chains (harness.workloads.replay_plan): `path` then names the chain ("agent_001:fa:001",
+    # ":fa:002" for the root's); None: the stream is the agent's whole listing.
+    chain: list[TraceRequest] | None = None

@@ -1,0 +1,196 @@
+"""The replay's timers and its two idle caps (docs/replay.md, "Idle").
+
+Every wait of the replay (a turn's pacing delay, a sub-agent's dispatch offset, a lane's
+start offset) is a timer here, owned by one session tree. Two watchdogs move timers forward,
+never individually, always a whole set by one amount so order and spacing stay as recorded:
+
+- system idle: when nothing is in flight anywhere for `idle_cap_s`, every pending timer moves
+  forward by the same amount so the earliest fires now (AIPerf's `enforce_system_idle_cap`,
+  10 s, locked by `--scenario inferencex-agentx-mvp`);
+- tree idle: when one tree has nothing in flight for `tree_cap_s`, that tree's timers move
+  forward together so its earliest fires now (`ReplayBarrierCoordinator`,
+  `--trace-idle-gap-cap-seconds 300` in InferenceX; ai-dynamo/aiperf:src/aiperf/timing/
+  replay_dependencies.py@a023f2fdb853dbade298a882d9f242f00541de2b).
+
+If a timer moved forward fires into a wait that sends nothing (a join still waiting), the same
+scope is still idle and expired, so its next timer is pulled in at once, as upstream re-arms its
+watchdog with delay 0. Caps are off until `activate()` (after the warmup), as upstream's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+
+class _Timer:
+    __slots__ = ("due", "fut", "handle", "tree")
+
+    def __init__(self, due: float, tree: str, fut: asyncio.Future[bool]) -> None:
+        self.due, self.tree, self.fut = due, tree, fut
+        self.handle: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class Jumps:
+    """How often, and by how much, a cap moved timers forward (AIPerf logs the same)."""
+
+    system: int = 0
+    system_s: float = 0.0
+    tree: int = 0
+    tree_s: float = 0.0
+    shifts: list[tuple[str, float, int]] = field(default_factory=list)  # scope, s, timers
+
+
+class ReplayClock:
+    def __init__(self, idle_cap_s: float, tree_cap_s: float) -> None:
+        self.idle_cap_s, self.tree_cap_s = idle_cap_s, tree_cap_s
+        self.deadline = math.inf
+        self.active = False
+        self.inflight = 0
+        self.jumps = Jumps()
+        self._timers: set[_Timer] = set()
+        self._tree_inflight: dict[str, int] = defaultdict(int)
+        self._tree_dog: dict[str, asyncio.TimerHandle] = {}
+        self._tree_expired: set[str] = set()
+        self._sys_dog: asyncio.TimerHandle | None = None
+        self._sys_expired = False
+        self._end: asyncio.TimerHandle | None = None
+
+    # ---- timers ---------------------------------------------------------------------
+    async def sleep_until(self, due: float, tree: str) -> bool:
+        """Wait until `due` (perf_counter seconds), or less when a cap pulls it in. False:
+        the deadline came first."""
+        if time.perf_counter() >= self.deadline:
+            return False
+        loop = asyncio.get_running_loop()
+        t = _Timer(due, tree, loop.create_future())
+        self._timers.add(t)
+        self._arm(t)
+        if self._sys_expired or tree in self._tree_expired:
+            loop.call_soon(self._recheck, tree)
+        try:
+            return await t.fut
+        finally:
+            self._timers.discard(t)
+            if t.handle is not None:
+                t.handle.cancel()
+
+    def _arm(self, t: _Timer) -> None:
+        if t.handle is not None:
+            t.handle.cancel()
+        t.handle = asyncio.get_running_loop().call_later(
+            max(0.0, t.due - time.perf_counter()), self._fire, t)
+
+    def _fire(self, t: _Timer) -> None:
+        if not t.fut.done():
+            t.fut.set_result(True)
+            if self._sys_expired or t.tree in self._tree_expired:
+                # what it woke may send nothing (a join): then pull the next one in
+                asyncio.get_running_loop().call_soon(self._recheck, t.tree)
+
+    def _shift(self, timers: list[_Timer], scope: str) -> None:
+        pending = [t for t in timers if not t.fut.done()]
+        if not pending:
+            return
+        by = min(t.due for t in pending) - time.perf_counter()
+        if by <= 0:
+            return
+        for t in pending:
+            t.due -= by
+            self._arm(t)
+        self.jumps.shifts.append((scope, by, len(pending)))
+        if scope == "system":
+            self.jumps.system += 1
+            self.jumps.system_s += by
+        else:
+            self.jumps.tree += 1
+            self.jumps.tree_s += by
+
+    def _recheck(self, tree: str) -> None:
+        if self._sys_expired and self.inflight == 0:
+            self._shift(list(self._timers), "system")
+        if tree in self._tree_expired and self._tree_inflight[tree] == 0:
+            self._shift([t for t in self._timers if t.tree == tree], tree)
+
+    # ---- what is in flight -------------------------------------------------------------
+    def started(self, tree: str) -> None:
+        self.inflight += 1
+        self._tree_inflight[tree] += 1
+        self._sys_expired = False
+        self._tree_expired.discard(tree)
+        if self._sys_dog is not None:
+            self._sys_dog.cancel()
+            self._sys_dog = None
+        dog = self._tree_dog.pop(tree, None)
+        if dog is not None:
+            dog.cancel()
+
+    def finished(self, tree: str) -> None:
+        self.inflight -= 1
+        self._tree_inflight[tree] -= 1
+        if self.active and self._tree_inflight[tree] == 0:
+            self.tree_idle(tree)
+        if self.active and self.inflight == 0:
+            self._arm_system()
+
+    def tree_idle(self, tree: str) -> None:
+        """The tree has nothing in flight from now (also: a tree idle when caps activate)."""
+        if not self.active or self._tree_inflight[tree] > 0 or not math.isfinite(self.tree_cap_s):
+            return
+        dog = self._tree_dog.pop(tree, None)
+        if dog is not None:
+            dog.cancel()
+        self._tree_dog[tree] = asyncio.get_running_loop().call_later(
+            self.tree_cap_s, self._tree_expire, tree)
+
+    def tree_closed(self, tree: str) -> None:
+        dog = self._tree_dog.pop(tree, None)
+        if dog is not None:
+            dog.cancel()
+        self._tree_expired.discard(tree)
+        self._tree_inflight.pop(tree, None)
+
+    def _tree_expire(self, tree: str) -> None:
+        self._tree_dog.pop(tree, None)
+        if self._tree_inflight[tree] == 0:
+            self._tree_expired.add(tree)
+            self._shift([t for t in self._timers if t.tree == tree], tree)
+
+    def _arm_system(self) -> None:
+        if self._sys_dog is not None:
+            self._sys_dog.cancel()
+        self._sys_dog = asyncio.get_running_loop().call_later(self.idle_cap_s, self._sys_expire)
+
+    def _sys_expire(self) -> None:
+        self._sys_dog = None
+        if self.inflight == 0:
+            self._sys_expired = True
+            self._shift(list(self._timers), "system")
+
+    # ---- phases -------------------------------------------------------------------------
+    def activate(self, trees: list[str], deadline: float) -> None:
+        """Caps on (the profiling phase began) and the deadline set: timers due after it
+        return False at it, and nothing new waits."""
+        self.active = True
+        self.deadline = deadline
+        loop = asyncio.get_running_loop()
+        self._end = loop.call_later(max(0.0, deadline - time.perf_counter()), self._at_deadline)
+        for tr in trees:
+            self.tree_idle(tr)
+        if self.inflight == 0:
+            self._arm_system()
+
+    def _at_deadline(self) -> None:
+        for t in list(self._timers):
+            if not t.fut.done():
+                t.fut.set_result(False)
+
+    def close(self) -> None:
+        for h in [self._sys_dog, self._end, *self._tree_dog.values()]:
+            if h is not None:
+                h.cancel()
+        self._tree_dog.clear()
