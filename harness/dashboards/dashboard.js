@@ -219,6 +219,10 @@ function writeHash() {
 
 function readHash() {
   const q = new URLSearchParams(location.hash.slice(1));
+  // a scenario without axes or targets takes its kind's defaults
+  const kind = scenarioKind(q.get("scenario") || document.getElementById("scenario").value);
+  document.getElementById("xaxis").value = DATA.default_x_by_kind[kind];
+  document.getElementById("targets").value = DATA.default_targets[kind].join(",");
   for (const [k, id] of Object.entries(STATE)) {
     const e = document.getElementById(id);
     if (!q.has(k)) continue;
@@ -253,4 +257,6 @@ function render() {
 buildControls();
 readHash();
 render();
-window.addEventListener("hashchange", () => { readHash(); render(); });
+// a link followed to this page reproduces its view from the defaults (the page's own hash
+// updates use replaceState, which fires no hashchange)
+window.addEventListener("hashchange", () => location.reload());

@@ -110,7 +110,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <h2 id="timeline-title">Request timeline</h2>
 <div class="chart tall" id="timeline"></div>
 <script type="application/json" id="point-data">{_script_json(payload)}</script>
-<script src="../plotly.min.js"></script>
+{'<script src="../plotly.min.js"></script>' if data.get("has_requests") else ""}
 <script src="../point.js"></script>
 </body></html>
 """
