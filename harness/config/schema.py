@@ -33,6 +33,9 @@ class ModelConfig:
     gguf: GgufWeights = field(default_factory=GgufWeights)
     thinking: bool = False  # default reasoning mode for speculative acceptance lookups
     served_name: str | None = None  # name the server knows the model by; default: name
+    # how a chat turn becomes a prompt: template = the tokenizer's chat template; dsv4 =
+    # DeepSeek-V4's own encoder (its tokenizer has no template; InferenceX's --dsv4)
+    chat_encoder: str = "template"
     description: str = ""
 
 
