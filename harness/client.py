@@ -50,8 +50,13 @@ class ClientSettings:
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES  # one SSE event larger fails the request
     # The client is a bottleneck when its estimated p99 timestamp error exceeds this...
     max_stamp_err_ms: float = 1.0
-    # ...or when it used more than this share of a core.
+    # ...or when it used more than this share of a core...
     max_cpu_share: float = 0.95
+    # ...or held requests longer than this between issue and body-on-socket (p99)...
+    max_queue_delay_ms: float = 10.0
+    # ...or stalled long enough to move p99 E2EL/TPOT by more than this share.
+    max_stall_share: float = 0.01
+    workers: int = 1  # client processes a point's load is split over (harness.client_workers)
 
 
 @dataclass(slots=True, repr=False)
@@ -101,6 +106,10 @@ class StreamingClient:
         self.inflight = 0
         self._inflight_area = 0.0
         self._inflight_t = time.perf_counter()
+        # Per finished request since the last reset: (queue delay, send, first token, last
+        # token) on perf_counter, the token stamps NaN if it failed. The health probe turns
+        # them into the point's queue-delay figures and the stall bound.
+        self._finished: list[tuple[float, float, float, float]] = []
 
     async def __aenter__(self) -> StreamingClient:
         arrival.install()
@@ -117,6 +126,8 @@ class StreamingClient:
         trace = aiohttp.TraceConfig()
         trace.on_request_chunk_sent.append(_stamp_sent)
         trace.on_connection_reuseconn.append(_mark_reused)
+        trace.on_connection_create_start.append(_connect_start)
+        trace.on_connection_create_end.append(_connect_end)
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=timeout,
@@ -140,6 +151,12 @@ class StreamingClient:
     def reset_inflight_area(self) -> None:
         self._track(0)
         self._inflight_area = 0.0
+        self._finished = []
+
+    def finished_requests(self) -> list[tuple[float, float, float, float]]:
+        """(queue delay, send, first token, last token) in seconds of each request finished
+        since the last reset_inflight_area(); token stamps NaN for failed requests."""
+        return self._finished
 
     def inflight_area(self) -> float:
         self._track(0)
@@ -148,7 +165,8 @@ class StreamingClient:
     def health_probe(self) -> HealthProbe:
         """A probe of this client's health over a phase, with the settings' thresholds."""
         s = self.settings
-        return HealthProbe(self, s.max_stamp_err_ms, s.max_cpu_share)
+        return HealthProbe(self, s.max_stamp_err_ms, s.max_cpu_share, s.max_queue_delay_ms,
+                           s.max_stall_share)
 
     def scrub(self, text: str) -> str:
         """The text without the API key: servers echo request headers in error bodies, and
@@ -257,7 +275,13 @@ class StreamingClient:
             self._track(-1)
             if math.isnan(rec.send_ts):
                 rec.send_ts = rec.issue_ts
+            else:
+                rec.queue_delay_s = max(rec.send_ts - rec.issue_ts - attempt.connect_s, 0.0)
             rec.error = self.scrub(rec.error)
+            ok = rec.ok
+            self._finished.append((rec.queue_delay_s, rec.send_ts,
+                                   rec.first_token_ts if ok else math.nan,
+                                   rec.last_token_ts if ok else math.nan))
         return attempt
 
     async def _refusal(self, resp: aiohttp.ClientResponse) -> str:
@@ -296,6 +320,7 @@ class _Attempt:
 
     rec: RequestRecord
     reused: bool = False  # went out on a pooled keep-alive connection
+    connect_s: float = 0.0  # spent opening its connection (minus when it began, until done)
     stale_reuse: bool = False  # ...which the server had closed: nothing reached it
 
 
@@ -303,6 +328,18 @@ async def _mark_reused(_: object, ctx: Any, __: object) -> None:
     attempt = ctx.trace_request_ctx
     if isinstance(attempt, _Attempt):
         attempt.reused = True
+
+
+async def _connect_start(_: object, ctx: Any, __: object) -> None:
+    attempt = ctx.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.connect_s = -time.perf_counter()
+
+
+async def _connect_end(_: object, ctx: Any, __: object) -> None:
+    attempt = ctx.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.connect_s += time.perf_counter()
 
 
 async def _stamp_sent(_: object, ctx: Any, __: object) -> None:

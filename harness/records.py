@@ -42,6 +42,9 @@ class RequestRecord:
     max_tokens: int
     issue_ts: float = float("nan")  # the client started issuing the request
     send_ts: float = float("nan")  # the request body was written to the socket
+    # Client queueing: issue -> body on the socket, less any connection set-up (network, not
+    # the client); NaN when the body never went out.
+    queue_delay_s: float = float("nan")
     first_token_ts: float = float("nan")  # first chunk carrying content/reasoning/tool call
     last_token_ts: float = float("nan")  # last chunk carrying content/reasoning/tool call
     end_ts: float = float("nan")  # stream closed

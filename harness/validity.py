@@ -84,6 +84,8 @@ class ValiditySettings:
     max_failed_share: float = 0.05  # fixed 5% (InferenceX), agentic 10% (AgentX)
     max_stamp_err_ms: float = 1.0  # the client's estimated p99 timestamp error
     max_cpu_share: float = 0.95  # of one core, by the client
+    max_queue_delay_ms: float = 10.0  # client queueing, issue -> body on the socket, p99
+    max_stall_share: float = 0.01  # how far the client's worst stall could move p99 E2EL
     min_measured_s: float = 0.0  # agentic: 900 (AgentX)
     max_overflow_share: float = 0.01  # agentic: context overflows allowed
     al_confidence: float = 0.999  # injected acceptance: two-sided confidence of the interval
@@ -98,6 +100,8 @@ def settings_for(sc: SweepConfig) -> ValiditySettings:
         max_failed_share=scen.max_failed_share if agentic else 1.0 - scen.min_success,
         max_stamp_err_ms=sc.client.max_stamp_err_ms,
         max_cpu_share=sc.client.max_cpu_share,
+        max_queue_delay_ms=sc.client.max_queue_delay_ms,
+        max_stall_share=sc.client.max_stall_share,
         min_measured_s=scen.min_measured_s if agentic else 0.0,
         max_overflow_share=scen.max_overflow_share,
         al_confidence=sc.speculator.acceptance.confidence,
@@ -149,6 +153,8 @@ def client_rules(health: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
     """The client must not have been the bottleneck (its own measurements, our thresholds)."""
     err = _num(health.get("client_stamp_err_p99_ms"))
     cpu = _num(health.get("client_cpu_share"))
+    queue = _num(health.get("client_queue_delay_p99_ms"))
+    lag, share = _num(health.get("client_lag_max_ms")), _num(health.get("client_stall_share"))
     fix = "lower concurrency or run the client on a separate, idle core"
     return [
         Rule("client_stamp_error", not err > s.max_stamp_err_ms, err,
@@ -157,6 +163,17 @@ def client_rules(health: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
              "(event loop busy or descheduled)", fix),
         Rule("client_cpu_share", not cpu > s.max_cpu_share, cpu, f"<= {s.max_cpu_share:g}",
              f"client CPU share {cpu:.2f} > {s.max_cpu_share:g}", fix),
+        Rule("client_queue_delay", not queue > s.max_queue_delay_ms, queue,
+             f"<= {s.max_queue_delay_ms:g} ms",
+             f"client queue delay p99 {queue:.1f} ms > {s.max_queue_delay_ms:g} ms (requests "
+             "waited in the client before reaching the socket: less load than asked)",
+             fix + ", or set client.workers"),
+        # A stall within the stamp-error bound is judged by that rule; beyond it, it must not
+        # be able to move p99 E2EL/TPOT by more than the share (harness.client_health.stalled)
+        Rule("client_stall", not (lag > s.max_stamp_err_ms and share > s.max_stall_share),
+             share, f"<= {_pct(s.max_stall_share)} of p99 E2EL",
+             f"a client stall of {lag:.1f} ms could move p99 E2EL/TPOT by {100 * share:.1f}% "
+             f"(> {_pct(s.max_stall_share)})", fix),
     ]
 
 

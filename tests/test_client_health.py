@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
-from harness.client_health import ClientHealth, HealthProbe
+import numpy as np
+import orjson
+import pytest
+
+from harness.client import ClientSettings, StreamingClient, run_async
+from harness.client_health import (
+    ClientHealth,
+    HealthProbe,
+    request_figures,
+    stalled,
+    stamp_error_quantile,
+)
+from harness.records import RequestSpec
+from harness.validity import ValiditySettings, client_rules
+from harness.workloads.closed_loop import run_closed_loop
 
 
 class _Meter:
@@ -37,3 +52,64 @@ def test_lag_samples_are_wakeups_on_the_perf_counter_clock() -> None:
     assert t0 < times[0] and times[-1] < t1
     assert max(lags) >= 20.0 and max(lags) == h.lag_max_ms
     assert "lag_samples" not in ClientHealth().fields()
+
+
+def test_stamp_error_estimate_bounds_a_saturated_loop() -> None:
+    """A loop late by ~40 ms on every wake-up (c256 here) makes chunks wait up to ~40 ms; the
+    estimate must say so, not take the 40 ms median off as a baseline (which said ~0)."""
+    rng = np.random.default_rng(1)
+    lags = rng.uniform(35.0, 45.0, size=900)  # 900 wake-ups, each 5 ms + ~40 ms apart
+    wall = float((lags + 5.0).sum())
+    assert stamp_error_quantile(lags, wall, 0.99) > 30.0
+    # An idle loop: timer granularity only, no error
+    idle = rng.uniform(0.05, 0.2, size=900)
+    assert stamp_error_quantile(idle, float((idle + 5.0).sum()), 0.99) == 0.0
+
+
+def test_request_figures_and_the_stall_bound() -> None:
+    """Issue 10: at concurrency 1 a single 108 ms stall moved p99 E2EL by ~5.7% (20 requests,
+    p99 is the maximum) and the point stayed valid. A stall that holds back the last chunk of
+    the slowest request fails the point; the same stall in the middle of a stream, where no
+    first or last chunk was stamped, moves no TTFT or E2EL and does not."""
+    sends = np.arange(20) * 2.0  # one at a time, 1.9 s each, first chunk after 0.1 s
+    finished = [(0.0004, t, t + 0.1, t + 1.9) for t in sends]
+    finished[-1] = (0.002, 38.0, 38.1, 38.0 + 1.9 + 0.108)  # the slowest: held by the stall
+    finished.append((0.001, 40.0, math.nan, math.nan))  # a failed request: no stamps
+    wakes = [(float(t), 0.2) for t in np.arange(0.0, 42.0, 0.005)]
+    stall = [(38.0 + 1.9 + 0.108 + 0.0002, 108.0)]  # woke just after the held chunk's stamp
+    h = ClientHealth(lag_max_ms=108.0, lag_samples=sorted(wakes + stall))
+    request_figures(h, finished)
+    e2el = np.full(20, 1.9)
+    e2el[-1] += 0.108
+    moved = np.percentile(e2el, 99) - np.percentile(np.full(20, 1.9), 99)
+    assert h.stall_share == pytest.approx(moved / np.percentile(e2el, 99), rel=0.02)
+    assert h.queue_delay_max_ms == pytest.approx(2.0) and h.queue_delay_p50_ms < 0.5
+    rules = {r.name: r for r in client_rules(h.fields(), ValiditySettings())}
+    assert not rules["client_stall"].ok and "4.4%" in rules["client_stall"].message
+    assert rules["client_queue_delay"].ok
+    mid = ClientHealth(lag_max_ms=108.0, lag_samples=sorted(wakes + [(39.0, 108.0)]))
+    request_figures(mid, finished)
+    assert mid.stall_share == 0.0
+    assert not stalled(0.8, 0.5, 1.0, 0.01)  # within the stamp-error bound
+    slow = {**h.fields(), "client_queue_delay_p99_ms": 14.0}
+    bad = {r.name: r for r in client_rules(slow, ValiditySettings())}["client_queue_delay"]
+    assert not bad.ok and "client.workers" in bad.remedy
+
+
+def test_records_carry_their_queue_delay(scripted_server: str) -> None:
+    """Every sent request records issue -> body on the socket; the phase summarises it."""
+    body = orjson.dumps({"prompt": "a b", "max_tokens": 3, "stream": True,
+                         "stream_options": {"include_usage": True}})
+    specs = [RequestSpec(f"q{i}", "/v1/completions", body, 2, 3) for i in range(12)]
+
+    async def go():
+        async with StreamingClient(ClientSettings(scripted_server)) as c:
+            return await run_closed_loop(c, specs, 4)
+
+    phase = run_async(go())
+    for r in phase.records:
+        assert r.ok and 0.0 <= r.queue_delay_s <= r.send_ts - r.issue_ts
+    h = phase.health
+    assert 0.0 <= h.queue_delay_p50_ms <= h.queue_delay_p99_ms <= h.queue_delay_max_ms < 1000
+    assert h.stall_share >= 0.0
+    assert {"client_queue_delay_p99_ms", "client_stall_share"} <= set(h.fields())

@@ -67,7 +67,7 @@ def test_client_rules_use_the_settings_thresholds() -> None:
     ok = client_rules({"client_stamp_err_p99_ms": 0.9, "client_cpu_share": 0.5}, S)
     assert all(r.ok for r in ok)
     bad = client_rules({"client_stamp_err_p99_ms": 1.5, "client_cpu_share": 0.99}, S)
-    assert [r.ok for r in bad] == [False, False]
+    assert [r.ok for r in bad][:2] == [False, False]  # stamp error, CPU share
     assert "1.5 ms > 1 ms" in bad[0].message and "lower concurrency" in bad[0].remedy
     loose = client_rules({"client_stamp_err_p99_ms": 1.5}, ValiditySettings(max_stamp_err_ms=20))
     assert loose[0].ok
