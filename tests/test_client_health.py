@@ -87,7 +87,7 @@ def test_request_figures_and_the_stall_bound() -> None:
     rules = {r.name: r for r in client_rules(h.fields(), ValiditySettings())}
     assert not rules["client_stall"].ok and "4.4%" in rules["client_stall"].message
     assert rules["client_queue_delay"].ok
-    mid = ClientHealth(lag_max_ms=108.0, lag_samples=sorted(wakes + [(39.0, 108.0)]))
+    mid = ClientHealth(lag_max_ms=108.0, lag_samples=sorted([*wakes, (39.0, 108.0)]))
     request_figures(mid, finished)
     assert mid.stall_share == 0.0
     assert not stalled(0.8, 0.5, 1.0, 0.01)  # within the stamp-error bound
