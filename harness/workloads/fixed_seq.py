@@ -234,7 +234,8 @@ class FixedSequenceWorkload(Workload):
         if scen.prompts == "inferencex":
             from harness.workloads.inferencex_prompts import InferenceXPromptBuilder
 
-            return InferenceXPromptBuilder(self.tokenizer, scen.api, self.chat_template())
+            return InferenceXPromptBuilder(self.tokenizer, scen.api, self.chat_template(),
+                                           encoder=self.sc.model.chat_encoder)
         return PromptBuilder.for_tokenizer(self.tokenizer, scen.api, self.chat_template())
 
     def prepare(self, levels: list[LoadLevel], body: dict[str, Any]) -> None:
