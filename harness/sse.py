@@ -49,9 +49,17 @@ assert (_NUMPY_MIN_BYTES, 2 * _TAIL_BYTES) == (4096, 32768), "StreamAccumulator.
 DEFAULT_MAX_EVENT_BYTES = 4 << 20
 
 
-def _count_numpy(buf: bytes) -> int:
-    nl = np.frombuffer(buf, dtype=np.uint8) == 10
-    return int(np.count_nonzero(nl[1:] & nl[:-1]))
+def _scan_numpy(buf: bytes) -> tuple[int, int]:
+    """(event terminators, terminators right after a `}` or `]`) in a large read: one pass of
+    vector ops (~6 us for 38 kB here) where two bytes.count of 3-byte needles took ~90 us."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    nl = a == 10
+    ends = nl[1:] & nl[:-1]
+    n = int(np.count_nonzero(ends))
+    if n < 2:  # the closing check is for reads of several events only
+        return n, n
+    before = a[:-2]
+    return n, int(np.count_nonzero(ends[1:] & ((before == 125) | (before == 93))))
 
 
 @dataclass(slots=True)
@@ -88,7 +96,10 @@ class StreamAccumulator:
 
     def feed(self, buf: bytes, t: float) -> None:
         # Literals, not the module's names: a global lookup per read is measurable here.
-        n = buf.count(b"\n\n") if len(buf) < 4096 else _count_numpy(buf)  # _NUMPY_MIN_BYTES
+        if len(buf) < 4096:  # _NUMPY_MIN_BYTES
+            n, closed = buf.count(b"\n\n"), -1
+        else:
+            n, closed = _scan_numpy(buf)
         # Framing, O(1) per read: the event a read begins with starts "d"ata, the last one it
         # ends ends "}" (with one event per read, as engines write, that is every event).
         if self._prev_nl:
@@ -109,8 +120,11 @@ class StreamAccumulator:
                 pass
         # A read of several events: every one of them must end "}" (or "]" for [DONE]); one
         # C-speed count per read, so a malformed event inside it is noticed as well.
-        if n > 1 and buf.count(b"}\n\n") + buf.count(b"]\n\n") < n:
-            self._suspects.append((self.n_events - n, self.n_events))
+        if n > 1:
+            if closed < 0:
+                closed = buf.count(b"}\n\n") + buf.count(b"]\n\n")
+            if closed < n:
+                self._suspects.append((self.n_events - n, self.n_events))
         if self.strict:
             self._feed_strict(buf, n)
         elif not self._head_done:
@@ -138,21 +152,28 @@ class StreamAccumulator:
                             f"max_event_bytes) at chunk {self.n_events}; stopped reading")
 
     def _feed_head(self, buf: bytes, n: int) -> None:
-        """Parse complete events from where the last read stopped, up to the first content."""
+        """Parse complete events from where the last read stopped, up to the first content.
+
+        The read is searched in place: only an event left unfinished across reads is copied
+        (into `_head`), so a first read holding a whole reply costs a few finds, not copies."""
         head = self._head
-        head += buf
-        if not n:  # no event completed: nothing new to parse
-            if len(head) > self.max_event_bytes:
-                self._oversized()
-            return
+        if head or not n:
+            head += buf
+            if not n:  # no event completed: nothing new to parse
+                if len(head) > self.max_event_bytes:
+                    self._oversized()
+                return
+            data: bytes | bytearray = head
+        else:
+            data = buf
         pos = 0
         while not self._head_done:
-            j = head.find(_SEP, pos)
+            j = data.find(_SEP, pos)
             if j < 0:
                 break
             idx = self._head_next
             self._head_next += 1
-            ev = parse_event(bytes(head[pos:j]))
+            ev = parse_event(bytes(data[pos:j]))
             pos = j + 2
             if ev is not None:
                 self._seen.append((idx, ev))
@@ -160,15 +181,17 @@ class StreamAccumulator:
                     self._head_done = True
                     self._first_content = idx if ev.content else -1
         if self._head_done:
-            rest = bytes(head[pos:])
+            rest = bytes(data[pos:]) if pos else bytes(data)
             self._head = bytearray()
             self._pend = [rest] if rest else []
             self._pend_len = len(rest)
             self._pend_first = self._head_next
             if rest and not rest.startswith(b"data:"):
                 self._suspects.append((self._pend_first, self._pend_first))
-        else:
+        elif data is head:
             del head[:pos]  # keep only the unfinished event
+        else:
+            head += buf[pos:]
 
     def _trim(self) -> None:
         """Drop the oldest pending reads, keeping at least _TAIL_BYTES of the newest; the
