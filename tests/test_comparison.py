@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -153,11 +152,18 @@ def test_point_payload_against_the_records(tmp_path) -> None:
     t0 = 1000.0
     for t, n in zip(d["over_time"]["t"], d["over_time"]["inflight"], strict=True):
         assert n == int(((req.send_ts - t0 <= t) & (req.end_ts - t0 > t)).sum())
-    assert all(math.isfinite(b["send"]) for b in d["timeline"]["bars"])
+    assert np.isfinite(d["timeline"]["send"]).all()
+    tl = d["timeline"]  # a wait is the gap since the row's previous request ended
+    for i in np.flatnonzero(np.isfinite(tl["wait_from"])):
+        before = [tl["end"][j] for j in range(len(tl["send"]))
+                  if tl["row"][j] == tl["row"][i] and tl["send"][j] < tl["send"][i]]
+        assert tl["wait_from"][i] == max(before) < tl["send"][i]
     # a point without its records (a published row) has numbers only
     assert point_payload({"point_id": "nope"}, root) == {"has_requests": False,
                                                           "series_source": "none", "series": []}
-    json.dumps(d, allow_nan=False)
+    from harness.dashboards.point_page import _script_json
+
+    assert json.loads(_script_json(d))["requests"] == len(req)  # NaN as null: valid JSON
 
 
 def test_old_run_without_server_metrics_degrades(tmp_path) -> None:
@@ -167,7 +173,8 @@ def test_old_run_without_server_metrics_degrades(tmp_path) -> None:
     point = next(p for p in load_flat([root]) if p["point_id"] == "a1")
     d = point_payload(point, root)
     assert d["series"] == [] and d["window"] is None and d["measured"] > 0
-    assert min(b["send"] for b in d["timeline"]["bars"] if b["phase"] == "measured") == 0.0
+    tl = d["timeline"]
+    assert min(tl["send"][tl["phase"] == "measured"]) == 0.0
 
 
 def test_dashboard_files(tmp_path) -> None:
@@ -178,6 +185,25 @@ def test_dashboard_files(tmp_path) -> None:
     pages = list((tmp_path / "d_points").rglob("*.html"))
     assert len(pages) == len(load_flat(info["runs"]))
     assert {p.name for p in (tmp_path / "d_points").iterdir() if p.is_file()} == \
-        {"plotly.min.js", "point.js"}
+        {"plotly.min.js", "point.js", "pages.json"}
     assert out.stat().st_size < 6e6  # plotly.js once in the dashboard, once beside the pages
     assert not Path(tmp_path / "d_points" / "ours" / "a2.html").read_text().count("onerror=\"")
+
+
+def test_unchanged_pages_are_kept_and_changed_ones_rebuilt(tmp_path) -> None:
+    from harness.dashboards.page import load_points, payload_points
+    from harness.dashboards.point_page import write_point_pages
+
+    info = build(tmp_path)
+    out = tmp_path / "d.html"
+
+    def pages():
+        return payload_points(load_points(info["runs"]), out)
+
+    assert write_point_pages(pages(), out) == len(pages())
+    assert write_point_pages(pages(), out) == 0  # nothing changed
+    req = tmp_path / "ours" / "requests" / "a2.parquet"
+    req.write_bytes(req.read_bytes())  # new mtime: its page is rebuilt
+    assert write_point_pages(pages(), out) == 1
+    (tmp_path / "d_points" / "ours" / "a1.html").unlink()  # a lost page is rebuilt
+    assert write_point_pages(pages(), out) == 1

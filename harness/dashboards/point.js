@@ -116,32 +116,32 @@ function series() {
 }
 
 function timeline() {
-  const tl = D.timeline;
-  const rows = tl.rows;
-  const y = b => rows.indexOf(b.row);
-  const seg = (pick, name, color, width) => {
+  const tl = D.timeline;  // columnar: one entry per request
+  const n = tl.send.length;
+  const seg = (from, to, name, color, width) => {
     const xs = [], ys = [], text = [];
-    for (const b of tl.bars) {
-      const [a, z] = pick(b);
+    for (let i = 0; i < n; i++) {
+      const a = from[i], z = to[i];
       if (a === null || z === null || z < a) continue;
-      xs.push(a, z, null); ys.push(y(b), y(b), null);
-      const t = `${b.id} · ${b.phase}` + (b.subagent ? ` · ${b.subagent}` : "");
+      xs.push(a, z, null); ys.push(tl.row[i], tl.row[i], null);
+      const t = `${tl.id[i]} · ${tl.phase[i]}` + (tl.subagent[i] ? ` · ${tl.subagent[i]}` : "");
       text.push(t, t, null);
     }
     return {type: "scatter", mode: "lines", name, x: xs, y: ys, text, hoverinfo: "text+x",
       line: {color, width}};
   };
   const traces = [
-    seg(b => [b.wait_from, b.send], "wait since the row's last request", "#999999", 2),
-    seg(b => [b.send, b.first], "waiting for first token", "#ff7f0e", 8),
-    seg(b => [b.first, b.end], "decoding", "#1f77b4", 8),
+    seg(tl.wait_from, tl.send, "wait since the row's last request", "#999999", 2),
+    seg(tl.send, tl.first, "waiting for first token", "#ff7f0e", 8),
+    seg(tl.first, tl.end, "decoding", "#1f77b4", 8),
   ];
+  const sends = tl.send.filter(v => v !== null);
   Plotly.newPlot("timeline", traces, {
     xaxis: {title: {text: "s since measured start (shaded: warmup)"}},
-    yaxis: {tickvals: rows.map((_, i) => i), ticktext: rows, autorange: "reversed"},
-    shapes: [warmupShape(Math.min(0, ...tl.bars.map(b => b.send).filter(v => v !== null)))],
+    yaxis: {tickvals: tl.rows.map((_, i) => i), ticktext: tl.rows, autorange: "reversed"},
+    shapes: [warmupShape(Math.min(0, ...sends))],
     legend: {orientation: "h", y: -0.2}, margin: {t: 20, r: 20, b: 60, l: 140},
-    height: Math.max(300, 40 * rows.length + 120)}, CONFIG);
+    height: Math.max(300, 40 * tl.rows.length + 120)}, CONFIG);
 }
 
 header();

@@ -11,14 +11,18 @@ agentic points a request timeline (one row per lane and agent), and links to its
 
 from __future__ import annotations
 
+import hashlib
 import html
-import json
-import math
+import os
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import orjson
 
 from harness.dashboards.point_data import point_payload
 from harness.results import atomic_write, safe_name
@@ -60,18 +64,17 @@ def _key(p: dict[str, Any]) -> str:
     return f"{p.get('run_id')}/{p['point_id']}"
 
 
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_clean(x) for x in v]
-    return v
+def _default(o: Any) -> Any:
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"cannot serialise {type(o).__name__}")
 
 
 def _script_json(obj: Any) -> str:
-    text = json.dumps(_clean(obj), allow_nan=False)
+    """JSON safe inside <script> (no '</' or '<!--'); NaN becomes null (orjson)."""
+    text = orjson.dumps(obj, default=_default, option=orjson.OPT_SERIALIZE_NUMPY).decode()
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -116,8 +119,43 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 """
 
 
+INDEX = "pages.json"  # page -> key of what it was built from: unchanged pages are kept
+POOL_MIN = 400  # from this many pages to build, every core builds them
+
+
+def _code_key() -> str:
+    files = resources.files("harness.dashboards")
+    text = "".join(files.joinpath(f).read_text() for f in ("point.js", "point_data.py",
+                                                          "point_page.py"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def inputs_key(p: dict[str, Any], nav: list[dict[str, Any]], code: str) -> str:
+    """What a page is built from: the point, its siblings, its files' sizes and times and
+    the page code. Equal keys: the page on disk is still right."""
+    root, pid = Path(p["_root"]), p["point_id"]
+    stats: list[Any] = []
+    for rel in (f"requests/{pid}.parquet", f"series/{pid}.parquet",
+                f"server_metrics/{pid}.json"):
+        try:
+            st = os.stat(root / rel)
+            stats.append([rel, st.st_mtime_ns, st.st_size])
+        except FileNotFoundError:
+            stats.append([rel, None])
+    blob = orjson.dumps([code, stats, p, nav], default=_default,
+                        option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _build(job: tuple[dict[str, Any], list[dict[str, Any]], str, str]) -> None:
+    p, nav, back, path = job
+    data = point_payload(p, Path(p["_root"]))
+    _write_derived(Path(path), render_point(p, data, nav, back).encode())
+
+
 def write_point_pages(points: Sequence[dict[str, Any]], out: Path) -> int:
-    """Every point's page (each with `page`, `_root` set); returns how many were written."""
+    """Every point's page (each with `page`, `_root` set), rebuilding only those whose inputs
+    changed since the last run; returns how many were built."""
     from plotly.offline import get_plotlyjs
 
     base = pages_dir(out)
@@ -125,11 +163,33 @@ def write_point_pages(points: Sequence[dict[str, Any]], out: Path) -> int:
     atomic_write(base / "plotly.min.js", get_plotlyjs().encode())
     js = resources.files("harness.dashboards").joinpath("point.js").read_text()
     atomic_write(base / "point.js", js.encode())
-    nav = siblings(points)
-    back = f"../../{out.name}"
+    try:
+        index = orjson.loads((base / INDEX).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        index = {}
+    nav, code, back = siblings(points), _code_key(), f"../../{out.name}"
+    jobs, keys = [], {}
     for p in points:
-        data = point_payload(p, Path(p["_root"]))
+        keys[p["page"]] = key = inputs_key(p, nav[_key(p)], code)
         path = out.parent / p["page"]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, render_point(p, data, nav[_key(p)], back).encode())
-    return len(points)
+        if index.get(p["page"]) != key or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            jobs.append((p, nav[_key(p)], back, str(path)))
+    workers = min(os.cpu_count() or 1, 8)
+    if len(jobs) >= POOL_MIN and workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            list(pool.map(_build, jobs, chunksize=64))
+    else:
+        for job in jobs:
+            _build(job)
+    _write_derived(base / INDEX, orjson.dumps(keys))
+    return len(jobs)
+
+
+def _write_derived(path: Path, data: bytes) -> None:
+    """Replace a page whole (temp file + rename) without fsync: pages are derived from the
+    run directory and rewritten by the next `harness dashboard`, and 10,000 fsyncs would
+    cost most of the time it takes to write them."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
