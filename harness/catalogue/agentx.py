@@ -2,7 +2,7 @@
 harness/engines/server_cache.py): AgentX's extra statistics, QPS over 1 s windows, request
 accounting, server cache hit rates by source, KV usage, stability windows and trajectory
 coverage; and `AGENTX_NAMES`, which of our keys is which field of InferenceX's agentic result
-(docs/upstream/agentx.md §2.2-2.3a).
+(docs/upstream/agentx.md §2.2-2.3a; what differs: docs/agentx-metrics.md).
 
 The one name that collides: AgentX's `itl` (and `p90_itl`) is AIPerf's `inter_token_latency`,
 a per-request mean, (E2EL - TTFT) / (OSL - 1): our TPOT (`p90_tpot`). Our `*_itl` is the gap
