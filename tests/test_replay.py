@@ -3,9 +3,12 @@ warmup, joins, background sub-agents, parallel chains, structure."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from harness.client import ClientSettings, StreamingClient, run_async
+from harness.testing.spawn import spawn_server
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import Replayer, ReplayResult, ReplaySettings
@@ -18,12 +21,27 @@ from tests.replay_checks import check_structure, frame
 W = "scenarios/traces/weka-cc-traces"
 
 
+@pytest.fixture(scope="module")
+def fast_server() -> Iterator[str]:
+    """A scripted server 8x quicker than the suite's: whole trees replay in a second or two."""
+    with spawn_server("harness.testing.scripted_server", "--ttft-ms", "5", "--itl-ms",
+                      "0.5") as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+_PROMPTS: dict[int, BlockPrompts] = {}  # built once per tokenizer (2 s each)
+
+
 def replay(url, tokenizer, traces, lanes, settings, seed=1) -> ReplayResult:
+    if id(tokenizer) not in _PROMPTS:
+        _PROMPTS[id(tokenizer)] = BlockPrompts(tokenizer, 1)
+    prompts = _PROMPTS[id(tokenizer)]
+
     async def go():
         async with StreamingClient(ClientSettings(url)) as c:
             body = {"stream": True, "ignore_eos": True,
                     "stream_options": {"include_usage": True}}
-            bodies = AgenticBodies(BlockPrompts(tokenizer, 1), body, 0, settings.api)
+            bodies = AgenticBodies(prompts, body, 0, settings.api)
             return await Replayer(c, traces, lanes, settings, bodies, seed).run()
     return run_async(go())
 
@@ -34,7 +52,7 @@ def scaled(*names: str) -> list[Trace]:
 
 def from_turn_0(**kw) -> ReplaySettings:
     """Whole trees from their first turn, no warmup, idle gaps cut short: order, not time."""
-    base = {"duration_s": 12, "idle_cap_s": 0.05, "tree_cap_s": 0.1,
+    base = {"duration_s": 2.5, "idle_cap_s": 0.01, "tree_cap_s": 0.02,
             "warmup_requests_per_lane": 0, "start_min": 0.0, "start_max": 0.0}
     return ReplaySettings(**(base | kw))
 
@@ -45,11 +63,11 @@ def _first_tree(df):
     return s, root
 
 
-def test_tiered_joins_and_background_subagents_on_trace_0277(scripted_server, smollm2_tokenizer):
+def test_tiered_joins_and_background_subagents_on_trace_0277(fast_server, smollm2_tokenizer):
     """AIPerf's loader: a sub-agent gates the first later parent turn at or after its recorded
     end; none: background. trace_0277: agent_001 (ends 139 s) gates the turn at 228 s, agents
     002/003 (end 348 s, 403 s) the turn at 763 s; agent_004 (ends 1061 s) gates nothing."""
-    df = frame(replay(scripted_server, smollm2_tokenizer, scaled("trace_0277"), 1,
+    df = frame(replay(fast_server, smollm2_tokenizer, scaled("trace_0277"), 1,
                       from_turn_0()).records)
     s, root = _first_tree(df)
     end = {a: s[s["agent"] == a]["end_ts"].max() for a in ("agent_001", "agent_002",
@@ -65,10 +83,10 @@ def test_tiered_joins_and_background_subagents_on_trace_0277(scripted_server, sm
     assert nxt.empty or nxt[nxt["agent"] == ""]["turn"].min() == 0  # from turn 0
 
 
-def test_next_turn_joins_block_the_turn_at_228s(scripted_server, smollm2_tokenizer):
+def test_next_turn_joins_block_the_turn_at_228s(fast_server, smollm2_tokenizer):
     """join_rule=next_turn (AIPerf's earlier loader): every sub-agent between two parent turns
     gates the next one, so the sub-agents ending at 348 s and 403 s block the turn at 228 s."""
-    df = frame(replay(scripted_server, smollm2_tokenizer, scaled("trace_0277"), 1,
+    df = frame(replay(fast_server, smollm2_tokenizer, scaled("trace_0277"), 1,
                       from_turn_0(join_rule="next_turn")).records)
     s, root = _first_tree(df)
     subs = s[s["agent"].isin(["agent_001", "agent_002", "agent_003"])]
@@ -94,7 +112,7 @@ def test_parallel_chains_inside_a_subagent_overlap(scripted_server, smollm2_toke
     plan = build_plan(_forked_subagent())
     assert [[t.req.hash_ids for t in c.turns] for c in plan.branches[0].children] == [
         [[1, 2, 3, 4], [1, 2, 3, 4, 5]], [[1, 2, 8, 9], [1, 2, 8, 9, 10]]]
-    s = from_turn_0(duration_s=2.0, idle_cap_s=10, tree_cap_s=10)
+    s = from_turn_0(duration_s=1.2, idle_cap_s=10, tree_cap_s=10)
     for split, overlapping in ((True, True), (False, False)):
         df = frame(replay(scripted_server, smollm2_tokenizer, [_forked_subagent()], 1,
                           s.__class__(**{**s.__dict__, "split_chains": split})).records)
@@ -107,7 +125,7 @@ def test_parallel_chains_inside_a_subagent_overlap(scripted_server, smollm2_toke
 def test_warmup_primes_then_advances_each_lane_by_exactly_n(scripted_server, smollm2_tokenizer):
     traces = scaled("trace_0277", "trace_0026")
     n = 3
-    s = ReplaySettings(duration_s=4, idle_cap_s=0.2, tree_cap_s=0.5, warmup_requests_per_lane=n)
+    s = ReplaySettings(duration_s=2, idle_cap_s=0.2, tree_cap_s=0.5, warmup_requests_per_lane=n)
     result = replay(scripted_server, smollm2_tokenizer, traces, 3, s)
     df = frame(result.records)
     probes, primers = df[df["phase"] == "probe"], df[df["phase"] == "warmup"]
@@ -133,10 +151,10 @@ def test_warmup_primes_then_advances_each_lane_by_exactly_n(scripted_server, smo
     assert seen["requests"] >= 3 * (n + 1)
 
 
-@pytest.mark.parametrize("lanes", [1, 3])
-def test_replay_follows_the_recorded_structure(scripted_server, smollm2_tokenizer, lanes):
+def test_replay_follows_the_recorded_structure(scripted_server, smollm2_tokenizer):
     traces = scaled("trace_0277", "trace_0026")
-    s = ReplaySettings(duration_s=8, idle_cap_s=0.3, tree_cap_s=0.3, warmup_requests_per_lane=2)
+    lanes = 3
+    s = ReplaySettings(duration_s=3, idle_cap_s=0.3, tree_cap_s=0.3, warmup_requests_per_lane=2)
     result = replay(scripted_server, smollm2_tokenizer, traces, lanes, s)
     df = frame(result.records)
     assert (df["phase"] == "probe").sum() == 2 * lanes
