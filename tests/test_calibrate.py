@@ -163,3 +163,36 @@ def test_calibration_through_vllm_on_the_cpu(tmp_path) -> None:
 
     assert row.engine.startswith("vllm ") and row.al == round(
         1 + delta("accepted_tokens_total") / delta("drafts_total"), 4)
+
+
+def test_sigterm_stops_a_calibration_with_a_request_in_flight(tmp_path) -> None:
+    """SIGTERM mid-request: the engine and the command are gone within seconds (xllamacpp's
+    server destructor alone used to hold a stop for ~15 s, so a SIGTERMed calibration took 18 s
+    and was killed with -9), exit 143, and no engine is left behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import engine_pids, wait_for
+
+    work = tmp_path / "work"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "calibrate", "--k", "4", "--max-tokens", "2048",
+         "--turns", "1", "--context-tokens", "512", "--out", str(tmp_path / "c.csv"),
+         "--work-dir", str(work)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        log = work / "servers" / "calibrate-thinking-default-k4.log"
+        wait_for(lambda: log.is_file() and "processing task" in log.read_text(), 300,
+                 "a calibration request in flight")
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == 128 + signal.SIGTERM, proc.stderr.read()[-2000:] if proc.stderr else ""
+    assert took < 10, f"took {took:.1f} s to stop"
+    assert engine_pids() == []

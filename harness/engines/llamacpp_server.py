@@ -9,7 +9,9 @@ Parameters come as one JSON argument built by `harness.engines.llamacpp`, never 
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import os
 import signal
 import sys
 from typing import Any
@@ -50,14 +52,30 @@ def build_params(cfg: dict[str, Any]) -> Any:
     return p
 
 
+# How long a stop may take. xllamacpp's Server destructor waits for its HTTP handler threads,
+# holding the GIL, and one streaming a reply whose client has gone kept it ~15 s (measured:
+# `harness calibrate` SIGTERMed with a request in flight took 18 s to exit, the launcher's
+# 15 s grace nearly spent).
+STOP_GRACE_S = 2.0
+
+
+def stop(server: list[Any], grace_s: float = STOP_GRACE_S) -> None:
+    """Stop the server, orderly if that takes at most `grace_s`, else exit regardless:
+    faulthandler's watchdog is a C thread, so it fires while the destructor holds the GIL."""
+    with open(os.devnull, "w") as sink:
+        faulthandler.dump_traceback_later(grace_s, exit=True, file=sink)
+        server.clear()  # the last reference: the destructor stops the server
+        faulthandler.cancel_dump_traceback_later()
+
+
 def main(argv: list[str]) -> int:
     import xllamacpp as x
 
     cfg = json.loads(argv[0])
     params = build_params(cfg)
-    server = x.Server(params)  # starts serving on a background thread
+    server = [x.Server(params)]  # starts serving on a background thread
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
-    del server
+    stop(server)
     return 0
 
 
