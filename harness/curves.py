@@ -59,7 +59,8 @@ def pareto_frontier(
 
 def monotone_curve(xs: Sequence[float], ys: Sequence[float], n: int = 64
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """A monotone (PCHIP) curve through frontier points, never beyond their x range."""
+    """A monotone curve through frontier points, never beyond their x range: the Steffen
+    spline the page draws and interpolates with (`steffen_slopes`, d3.curveMonotoneX)."""
     x = np.asarray(xs, dtype=float)
     y = np.asarray(ys, dtype=float)
     if x.size < 2:
@@ -67,7 +68,8 @@ def monotone_curve(xs: Sequence[float], ys: Sequence[float], n: int = 64
     order = np.argsort(x)
     x, y = x[order], y[order]
     grid = np.linspace(x[0], x[-1], n)
-    return grid, PchipInterpolator(x, y)(grid)
+    m = steffen_slopes(x.tolist(), y.tolist())
+    return grid, np.array([hermite_at(x.tolist(), y.tolist(), m, float(t)) for t in grid])
 
 
 def interpolate_at(xs: Sequence[float], ys: Sequence[float], target: float) -> float:

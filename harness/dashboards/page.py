@@ -128,12 +128,13 @@ def _script_json(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None) -> str:
+def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
+                payload: list[dict[str, Any]] | None = None) -> str:
+    """The page; `payload` is `payload_points(points, out)` when the caller has it already."""
     from plotly.offline import get_plotlyjs
 
-    pts = payload_points(points, out)
-    for p in pts:
-        p.pop("_root", None)
+    pts = [{k: v for k, v in p.items() if k != "_root"}
+           for p in (payload if payload is not None else payload_points(points, out))]
     data = {
         "title": title,
         "points": pts,
@@ -190,7 +191,8 @@ def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str,
                     point_pages: bool = True) -> Path:
     out = Path(out)
     points = load_points(run_dirs)
+    payload = payload_points(points, out if point_pages else None)
     if point_pages:
-        write_point_pages(payload_points(points, out), out)
-    atomic_write(out, render_page(points, title, out if point_pages else None).encode())
+        write_point_pages(payload, out)
+    atomic_write(out, render_page(points, title, payload=payload).encode())
     return out
