@@ -265,12 +265,20 @@ def measure_closed_loop(target: Target, warmup: list[RequestSpec], measured: lis
 
     settings = dataclasses.replace(target.settings, base_url=target.base_url)
 
-    async def phase(specs: list[RequestSpec]) -> PhaseResult:
+    def phase(specs: list[RequestSpec]) -> PhaseResult:
+        if settings.workers > 1:  # the C slots split over client processes
+            from harness.client_workers import closed_loop_over_workers
+
+            return closed_loop_over_workers(settings, specs, concurrency, settings.workers,
+                                            on_done)
+        return run_async(one_process(specs))
+
+    async def one_process(specs: list[RequestSpec]) -> PhaseResult:
         async with StreamingClient(settings) as client:
             return await run_closed_loop(client, specs, concurrency, on_done)
 
-    warm = run_async(phase(warmup))
+    warm = phase(warmup)
     before = target.scrape()
-    meas = run_async(phase(measured))
+    meas = phase(measured)
     after = target.scrape()
     return Measurement(warm, meas, before, after)

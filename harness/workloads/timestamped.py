@@ -138,34 +138,43 @@ class TimestampedReplayWorkload(Workload):
 def run_schedule(schedule: list[tuple[float, RequestSpec]], target: Target,
                  on_done: OnDone) -> Measurement:
     settings = replace(target.settings, base_url=target.base_url)
-
-    async def go() -> tuple[list, float, float, float, Any]:
-        async with StreamingClient(settings) as client:
-            probe = client.health_probe()
-            probe.start()
-            start_wall, t0 = time.time(), time.perf_counter()
-
-            async def one(at: float, spec: RequestSpec):
-                rec = await client.send(spec)
-                rec.tags["send_lag_s"] = rec.issue_ts - (t0 + at)  # >= 0: it slept until then
-                if on_done is not None:
-                    on_done(rec)
-                return rec
-
-            tasks = []
-            for at, spec in schedule:  # sends never wait for replies
-                # the loop's timers round to a millisecond and may wake a little early: sleep
-                # again until the time has really come (a send is never early)
-                while (delay := t0 + at - time.perf_counter()) > 0:
-                    await asyncio.sleep(delay)
-                tasks.append(asyncio.create_task(one(at, spec)))
-            records = list(await asyncio.gather(*tasks))
-            ends = [r.end_ts for r in records if r.end_ts == r.end_ts]  # NaN: never sent
-            end = max(ends or [time.perf_counter()])
-            return records, t0, end, start_wall, await probe.stop()
-
     before = target.scrape()
-    records, t0, end, wall, health = run_async(go())
+    if settings.workers > 1:  # the schedule dealt over client processes, one start instant
+        from harness.client_workers import schedule_over_workers
+
+        phase = schedule_over_workers(settings, schedule, settings.workers, on_done)
+    else:
+        phase = run_async(schedule_phase(settings, schedule, None, on_done))
     after = target.scrape()
-    empty = PhaseResult([], t0, t0, wall, health)
-    return Measurement(empty, PhaseResult(records, t0, end, wall, health), before, after)
+    empty = PhaseResult([], phase.start_ts, phase.start_ts, phase.start_wall, phase.health)
+    return Measurement(empty, phase, before, after)
+
+
+async def schedule_phase(settings: Any, schedule: list[tuple[float, RequestSpec]],
+                         t0: float | None, on_done: OnDone) -> PhaseResult:
+    """Send each request at t0 + its offset (t0: a perf_counter instant, or now)."""
+    async with StreamingClient(settings) as client:
+        probe = client.health_probe()
+        probe.start()
+        if t0 is None:
+            t0 = time.perf_counter()
+        start_wall = time.time() + (t0 - time.perf_counter())
+
+        async def one(at: float, spec: RequestSpec):
+            rec = await client.send(spec)
+            rec.tags["send_lag_s"] = rec.issue_ts - (t0 + at)  # >= 0: it slept until then
+            if on_done is not None:
+                on_done(rec)
+            return rec
+
+        tasks = []
+        for at, spec in schedule:  # sends never wait for replies
+            # the loop's timers round to a millisecond and may wake a little early: sleep
+            # again until the time has really come (a send is never early)
+            while (delay := t0 + at - time.perf_counter()) > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(at, spec)))
+        records = list(await asyncio.gather(*tasks))
+        ends = [r.end_ts for r in records if r.end_ts == r.end_ts]  # NaN: never sent
+        end = max(ends or [time.perf_counter()])
+        return PhaseResult(records, t0, end, start_wall, await probe.stop())
