@@ -178,3 +178,20 @@ def test_invalid_points_never_shape_a_frontier(site, tab) -> None:
         .filter(t => t.mode === 'markers').flatMap(t => t.marker.symbol)""")
     assert "x" in symbols  # still shown, marked
     assert EVIL not in tab.content().split("<body>")[1].split("<script")[0]
+
+
+def test_js_canonical_agentic_frontier_matches_python(site, tab) -> None:
+    import numpy as np
+
+    from harness.curves import canonical_agentic_ids
+
+    _open(tab, site["out"].as_uri(), "document.getElementById('chart').data !== undefined")
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        pts = [{"point_id": str(i), "series": f"s{i % 2}", "precision": "fp8",
+                "date": f"2026-01-0{1 + i % 3}", "valid": bool(rng.random() > 0.2),
+                "p90_e2e_intvty": float(rng.uniform(0, 50)),
+                "tput_per_gpu": float(rng.uniform(0, 50))} for i in range(40)]
+        js = tab.evaluate("""([pts]) => [...canonicalIds(pts, 'tput_per_gpu', true,
+                             'p90_e2e_intvty')]""", [pts])
+        assert set(js) == canonical_agentic_ids(pts, "tput_per_gpu")

@@ -77,6 +77,11 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
             f"{p.get('conc')} session trees · fit {p.get('fit')} · QPS {_fmt(p.get('qps'))} · "
             f"prefix hits theoretical {_fmt(p.get('theoretical_hit_rate'))}, "
             f"server {_fmt(p.get('server_hit_rate'))}")
+    if p.get("measured_j_per_tok") is not None or p.get("power_valid") is not None:
+        # measured from telemetry, beside (never replacing) the table-based J/token
+        lines.append(f"measured {_fmt(p.get('measured_j_per_tok'))} J/token, "
+                     f"{_fmt(p.get('measured_avg_power_w'))} W avg · power valid "
+                     f"{p.get('power_valid')}")
     lines += [
         f"engine {p.get('engine_version') or p.get('engine_image') or p.get('engine')}",
         f"interactivity p50 {_fmt(p.get('median_intvty'))} tok/s/user · "
