@@ -34,9 +34,10 @@ from harness.engines.counters import ENGINE_COUNTERS
 from harness.engines.process import get_text
 from harness.engines.sampler import MetricsSampler
 from harness.records import RequestSpec
+from harness.telemetry import nvidia_smi
 from harness.telemetry.nvidia_smi import NvidiaSmiSampler
 from harness.testing.spawn import spawn_server
-from harness.testing.telemetry_emulator import install
+from harness.testing.telemetry_emulator import install, nvidia_row
 from harness.workloads.closed_loop import run_closed_loop
 
 
@@ -90,6 +91,9 @@ def one_run(port: int, concurrency: int, seconds: float, max_tokens: int,
     with contextlib.ExitStack() as stack:
         for s in samplers:
             stack.enter_context(s)
+            if isinstance(s, NvidiaSmiSampler):  # as run_point: started before the load
+                s.wait_ready(5.0)
+        deadline = time.perf_counter() + seconds
         phase = run_async(go())
     chunks = sum(len(r.chunk_ts) for r in phase.records)
     return {"chunks_per_s": chunks / phase.duration_s, "cpu": phase.health.cpu_share,
@@ -104,6 +108,23 @@ def build_ms(run: dict, metrics: MetricsSampler, gpu: NvidiaSmiSampler) -> tuple
             + series.gpu_rows(gpu.readings, run["t0"]))
     data = series.parquet_bytes(series.table(rows))
     return (time.perf_counter() - t) * 1000, len(data)
+
+
+def isolated_cpu_ms(scrape, n: int = 40) -> tuple[float, float]:
+    """CPU milliseconds the client's process spends per /metrics scrape (HTTP GET + parse) and
+    per nvidia-smi period (8 rows parsed), measured alone: robust to a busy machine, where the
+    with/without throughput comparison is noisy."""
+    t = time.process_time()
+    for _ in range(n):
+        scrape()
+    per_scrape = (time.process_time() - t) * 1000 / n
+    trace = {"t0": time.time(), "devices": {str(i): [400.0, 0.0] for i in range(8)}}
+    rows = [nvidia_row(trace, str(i), time.time()) for i in range(8)]
+    t = time.process_time()
+    for _ in range(n * 10):
+        for row in rows:
+            nvidia_smi.parse_line(row, 0.0)
+    return per_scrape, (time.process_time() - t) * 1000 / (n * 10)
 
 
 def main() -> None:
@@ -131,12 +152,17 @@ def main() -> None:
             text = get_text(url)
             return prometheus.parse(text) if text else {}
 
+        scrape_ms, smi_ms = isolated_cpu_ms(scrape)
+        print(f"sampler CPU alone: {scrape_ms:.2f} ms per scrape of {a.metric_lines} lines, "
+              f"{smi_ms:.3f} ms per 8-GPU nvidia-smi period: "
+              f"{(scrape_ms + smi_ms) / a.period / 10:.2f}% of a core at one sample per "
+              f"{a.period:g} s")
         print(f"{'conc':>5} {'samplers':>8} {'chunks/s':>10} {'cpu':>5} {'lag p99':>8} "
               f"{'scrapes':>7} {'gpu rows':>8} {'build ms':>8} {'bytes':>8}")
         for c in a.concurrency:
             figs: dict[bool, list[dict]] = {False: [], True: []}
-            for _ in range(a.repeats):
-                for on in (False, True):
+            for rep in range(a.repeats):
+                for on in ((False, True) if rep % 2 == 0 else (True, False)):
                     metrics, gpu = MetricsSampler(scrape, a.period), NvidiaSmiSampler(a.period)
                     r = one_run(port, c, a.seconds, a.max_tokens, [metrics, gpu] if on else [])
                     ms, size = build_ms(r, metrics, gpu) if on else (float("nan"), 0)
