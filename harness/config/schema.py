@@ -244,6 +244,7 @@ class TelemetryConfig:
     source: str = "auto"  # auto | nvml | nvidia-smi | amd-smi | none
     period_s: float = 1.0  # InferenceX's start_gpu_monitor: nvidia-smi every 1 s
     max_gap_s: float = 3.0  # InferenceX's aggregate_power.py: largest in-window sample gap
+    require_power: bool = False  # InferenceX's REQUIRE_POWER: invalid power = invalid point
 
 
 @dataclass
