@@ -142,6 +142,8 @@ def test_point_payload_against_the_records(tmp_path) -> None:
     assert d["requests"] == len(req) and d["measured"] == len(m) == d["ok"]
     ttft = sorted((m.first_token_ts - m.send_ts).tolist())
     assert d["dist"]["ttft"]["cdf_x"] == pytest.approx(ttft)
+    tpot = sorted(((m.end_ts - m.first_token_ts) / (m.completion_tokens - 1)).tolist())
+    assert d["dist"]["tpot"]["cdf_x"] == pytest.approx(tpot)  # as harness.metrics.tpot
     itl = [b - a for c in m.chunk_ts for a, b in itertools.pairwise(c)]
     assert d["dist"]["itl"]["n"] == len(itl)  # never a gap across two requests
     assert d["dist"]["itl"]["p50"] == pytest.approx(float(np.percentile(itl, 50)))

@@ -96,14 +96,16 @@ def request_figures(r: dict[str, Any], t0: float) -> dict[str, Any]:
     measured = r["phase"] == PHASE_MEASURED
     ok = (r["http_status"] == 200) & (r["error"] == "") & ~r["truncated"].astype(bool)
     keep = measured & ok
-    send, first, last, end = (r[k] - t0 for k in ("send_ts", "first_token_ts",
-                                                 "last_token_ts", "end_ts"))
-    tokens = r["completion_tokens"].astype(float)
-    tpot = np.where(tokens > 1, (last - first) / np.maximum(tokens - 1, 1), np.nan)
+    send, first, end = (r[k] - t0 for k in ("send_ts", "first_token_ts", "end_ts"))
     off, flat = r["chunk_offsets"], r["chunk_flat"] - t0
     per_chunk = np.diff(off)
+    # output tokens and TPOT as harness.metrics counts them: the server's usage, else chunks;
+    # TPOT = (E2EL - TTFT) / (tokens - 1)
+    tokens = np.where(r["completion_tokens"] >= 0, r["completion_tokens"], per_chunk)
+    tokens = tokens.astype(float)
+    tpot = np.where(tokens > 1, (end - first) / np.maximum(tokens - 1, 1), np.nan)
     # tokens per chunk: the server's count spread over its chunks (1 each when it sent none)
-    w = np.repeat(np.where(tokens > 0, tokens / np.maximum(per_chunk, 1), 1.0), per_chunk)
+    w = np.repeat(tokens / np.maximum(per_chunk, 1), per_chunk)
     fin = np.isfinite(send) & np.isfinite(end)
     span = [float(np.nanmin(send)) if send.size else 0.0,
             float(np.nanmax(end[fin])) if fin.any() else 0.0]
