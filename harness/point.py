@@ -17,6 +17,7 @@ from harness.metrics import GpuCount, point_metrics
 from harness.point_record import PointIdentity, PointRecord
 from harness.telemetry import NOT_SET, Choice
 from harness.validity import (
+    Rule,
     ValiditySettings,
     acceptance_rule,
     client_rules,
@@ -107,6 +108,18 @@ def power_facts(p: PowerMeasurement | None, m: Mapping[str, Any]) -> dict[str, A
             "power_reasons": reasons, "power_note": p.note or None, **figures}
 
 
+def power_rule(facts: Mapping[str, Any], required: bool) -> list[Rule]:
+    """`telemetry.require_power` (InferenceX's REQUIRE_POWER, off by default there too): an
+    invalid power measurement makes the point invalid; it is kept, never failed."""
+    if not required:
+        return []
+    ok = bool(facts.get("power_valid"))
+    why = ", ".join(facts.get("power_reasons") or [])
+    return [Rule("power_valid", ok, facts.get("power_valid"), "valid telemetry over the window",
+                 "power measured" if ok else f"power not measured validly ({why})",
+                 "see power/<point_id>.json and docs/energy.md")]
+
+
 def chip_fields(sc: SweepConfig) -> dict[str, Any]:
     """The chip's power and prices travel with the point (cost columns need them)."""
     c = sc.chip
@@ -136,6 +149,7 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     if plan.mode == "injected" and plan.length and realised is not None:
         eng["spec_al_error"] = realised / plan.length - 1.0
     observed: Mapping[str, Any] = {**m, **facts}
+    pwr = power_facts(power, m)
     verdict = judge(
         engine_rules(engine.alive, engine.hung, engine.failure),
         request_rules(m, ctx.validity),
@@ -143,11 +157,12 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
         ctx.workload.rules(observed, ctx.validity),
         acceptance_rule(plan.mode, plan.length, realised, eng.get("spec_independent_draws"),
                         ctx.sc.speculator.k, ctx.validity, eng.get("spec_al_note")),
+        power_rule(pwr, ctx.sc.telemetry.require_power),
     )
     # Chunks carry up to this many tokens (the engine's --stream-interval): ITL is per chunk.
     values = {**m, **facts, **health, **eng,
               "stream_interval": getattr(ctx.adapter, "stream_interval", 1),
-              **power_facts(power, m), **(series_figures or {})}
+              **pwr, **(series_figures or {})}
     return PointRecord(
         point_id=identity.point_id(), run_id=ctx.run_id, identity=identity,
         status="failed" if verdict.fatal else "ok", validity=verdict,

@@ -132,3 +132,15 @@ def test_the_point_says_when_nothing_was_sampled() -> None:
     audit = energy.audit(p, "nvidia-smi", valid, 3.0)
     assert audit["power_valid"] and audit["observed_gpu_ids"] == ["0", "1"]
     assert audit["integration_method"] == energy.METHOD
+
+
+def test_require_power_makes_an_invalid_measurement_an_invalid_point() -> None:
+    from harness.point import power_rule
+
+    none = power_facts(PowerMeasurement("none", "no accelerator telemetry on this host"), {})
+    assert power_rule(none, required=False) == []  # upstream's default: best-effort
+    [rule] = power_rule(none, required=True)
+    assert not rule.ok and not rule.fatal and "no accelerator telemetry" in rule.message
+    p = energy.integrate(_two_devices(), 1.0, 9.0, 2)
+    valid = power_facts(PowerMeasurement("nvidia-smi", "", p), {"total_output_tokens": 10})
+    assert power_rule(valid, required=True)[0].ok

@@ -160,3 +160,16 @@ def test_run_point_writes_the_series_before_the_point_line(tmp_path: Path) -> No
     assert rec.extras["power_reasons"] == ["telemetry.source=none"]
     assert not (run.root / "power").exists()
     assert all(math.isfinite(r["value"]) for r in t)
+    assert rec.valid  # power is best-effort unless telemetry.require_power
+
+
+def test_require_power_on_a_host_without_telemetry_flags_the_point(tmp_path: Path) -> None:
+    sc = compose_sweep(["engine=endpoint", "engine.url=http://127.0.0.1:9", "run_id=unit",
+                        "concurrency=[1]", "telemetry.source=none",
+                        "telemetry.require_power=true"])
+    wl = TwoPhaseWorkload()
+    ctx = JobContext(sc, "unit", "job0", make_adapter(sc, hints=wl.hints()), wl, 1, "rev",
+                     settings_for(sc), GpuCount(1),
+                     telemetry=choose_telemetry(sc, lambda key: "the command line"))
+    rec = run_point(ctx, Session(), plan_points(sc)[0], RunDir.open(tmp_path, "unit"))
+    assert rec.status == "ok" and [r.name for r in rec.validity.failed] == ["power_valid"]
