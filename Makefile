@@ -20,9 +20,14 @@ $(STAMP): pyproject.toml
 
 RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 
+# The default fixed-sequence sweep, plain and speculative (n-gram, real acceptance: two
+# series); then agentic replay, plain and with an injected acceptance length through the model
+# drafting for itself (one merged agentic curve; each point's method, k and ALs in its tooltip);
+# then the dashboard. About 9 minutes on an idle 2-vCPU machine.
 run: $(STAMP)
-	$(BIN)/harness sweep run_id=$(RUN_ID)
-	$(BIN)/harness sweep scenarios=agentic-weka-cpu 'concurrency=[1,2]' run_id=$(RUN_ID)
+	$(BIN)/harness sweep -m speculator=none,ngram run_id=$(RUN_ID)
+	$(BIN)/harness sweep -m scenarios=agentic-weka-cpu-decode speculator=none,self_draft \
+		'concurrency=[1,2]' run_id=$(RUN_ID)
 	$(BIN)/harness dashboard results/$(RUN_ID) --out dashboards/latest.html
 
 test: $(STAMP)

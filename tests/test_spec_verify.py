@@ -165,3 +165,23 @@ def test_endpoint_resolves_to_the_engine_whose_names_it_serves() -> None:
     assert resolve(ep, {"llamacpp:tokens_predicted_total": 3.0}).kind == "llamacpp"
     assert resolve(ep, {"something_else": 1.0}) is None
     assert realised_acceptance(ep, {}, {"x": 1.0}).al is None
+
+
+def test_make_runs_agentic_speculator_injects_through_a_drafter_that_always_proposes() -> None:
+    """`make run`'s agentic speculative points: the model drafting for itself with an explicit
+    AL (injected, verified); the same points with the n-gram drafter are refused up front."""
+    import pytest
+
+    from harness.config.compose import compose_sweep
+    from harness.config.errors import ConfigError
+    from harness.spec.acceptance import resolve
+
+    agentic = ["scenarios=agentic-weka-cpu-decode", "concurrency=[1,2]"]
+    sc = compose_sweep([*agentic, "speculator=self_draft"])
+    assert (sc.speculator.method, sc.speculator.draft_model) == ("draft_model", "self")
+    p = resolve(sc, can_inject=True, where="recipes/speculator/self_draft.yaml")
+    assert (p.mode, p.length, p.source) == ("injected", 1.8, "explicit")
+    with pytest.raises(ConfigError, match="n-grams already in the text"):
+        resolve(compose_sweep([*agentic, "speculator=ngram"]), True, "ngram.yaml")
+    fixed = compose_sweep(["speculator=ngram"])  # the fixed-sequence series: real acceptance
+    assert resolve(fixed, True, "x").mode == "real"
