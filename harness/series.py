@@ -2,7 +2,7 @@
 value), `t_s` seconds since the point's measured start (negative: warmup).
 
     server  the /metrics scrapes (engines/sampler.py) under engine-neutral names
-    client  in flight (exact, from the records), send rate (1 s bins), loop lag (the probe's)
+    client  in flight (exact, from the records), send rate and loop lag (worst) in 1 s bins
     gpu     accelerator telemetry, per device (harness.telemetry)
 
 Building is pure; `parquet_bytes` serialises for the runner to write atomically.
@@ -27,6 +27,7 @@ SCHEMA = pa.schema([("t_s", pa.float64()), ("source", pa.string()), ("device", p
                     ("name", pa.string()), ("value", pa.float64())])
 Row = tuple[float, str, str, str, float]
 SEND_RATE_BIN_S = 1.0
+LAG_BIN_S = 1.0
 
 # Running and waiting requests per engine kind. llama.cpp: read from its /metrics
 # (ggml-org/llama.cpp:tools/server/server-task.cpp@17f5f8a8, to_metrics); SGLang, ATOM and
@@ -104,7 +105,7 @@ def _span(r: RequestRecord) -> tuple[float, float] | None:
 def client_rows(records: Iterable[RequestRecord], t0: float,
                 lag_samples: Sequence[tuple[float, float]] = ()) -> list[Row]:
     """In flight at every change (a step function: the value holds until the next row), sends
-    per second in bins from the measured start, and the loop-lag probe's readings."""
+    per second in bins from the measured start, and the loop-lag probe's worst per second."""
     spans = [s for s in map(_span, records) if s is not None]
     events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans],
                     key=lambda e: (e[0], e[1]))  # an end before a send at the same instant
@@ -122,8 +123,18 @@ def client_rows(records: Iterable[RequestRecord], t0: float,
         for k in range(min(bins), max(bins) + 1):
             out.append((k * SEND_RATE_BIN_S, "client", "", "send_rate",
                         bins.get(k, 0) / SEND_RATE_BIN_S))
-    out += [(t - t0, "client", "", "loop_lag_ms", float(ms)) for t, ms in lag_samples]
+    out += lag_rows(lag_samples, t0)
     return out
+
+
+def lag_rows(lag_samples: Sequence[tuple[float, float]], t0: float) -> list[Row]:
+    """The loop-lag probe's readings (one per 5 ms) as the worst of each 1 s bin, stamped at
+    the bin's start: the stalls that matter survive, at the server series' cadence."""
+    worst: dict[int, float] = {}
+    for t, ms in lag_samples:
+        k = math.floor((t - t0) / LAG_BIN_S)
+        worst[k] = max(worst.get(k, -math.inf), float(ms))
+    return [(k * LAG_BIN_S, "client", "", "loop_lag_ms", v) for k, v in sorted(worst.items())]
 
 
 def gpu_rows(readings: Iterable[GpuReading], t0: float) -> list[Row]:

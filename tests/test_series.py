@@ -53,9 +53,11 @@ def test_inflight_is_the_exact_step_function_of_the_records() -> None:
 def test_a_request_without_times_is_left_out_and_loop_lag_is_kept() -> None:
     lost = RequestRecord("lost", "measured", 100, 8)  # never sent: no times at all
     rows = series.client_rows([lost, _req(1, 5.0, 6.0)], t0=5.0,
-                              lag_samples=[(5.25, 0.4), (5.5, 1.5)])
+                              lag_samples=[(5.25, 0.4), (5.5, 1.5), (5.75, 0.2), (7.1, 9.0),
+                                           (4.5, 3.0)])
     assert _named(rows, "inflight") == [(0.0, 1.0), (1.0, 0.0)]
-    assert _named(rows, "loop_lag_ms") == [(0.25, 0.4), (0.5, 1.5)]
+    # the worst reading of each 1 s bin from the measured start; warmup bins negative
+    assert _named(rows, "loop_lag_ms") == [(-1.0, 3.0), (0.0, 1.5), (2.0, 9.0)]
 
 
 def test_server_scrapes_become_neutral_names() -> None:
