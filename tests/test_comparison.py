@@ -50,12 +50,16 @@ def _steffen(x: np.ndarray, y: np.ndarray, t: float) -> float:
 
 
 def independent_at(points: list[dict], series: str, target: float, key: str,
-                   xk: str = "median_intvty") -> float:
-    """The calculator's value: the series' throughput frontier, target clamped to its range,
-    the metric's spline value clamped to its range on the frontier."""
+                   xk: str = "median_intvty", latest_date: bool = False) -> float:
+    """The calculator's value: the series' throughput frontier (its latest date's points when
+    asked), target clamped to its range, the metric's spline value clamped to its range on
+    the frontier."""
     sp = [p for p in with_costs(points)
           if series_label(series_key(p)) + (" · published" if "-ix-" in p["point_id"] else "")
           == series]
+    if latest_date:
+        last = max(str(p["date"])[:10] for p in sp)
+        sp = [p for p in sp if str(p["date"])[:10] == last]
     front = _non_dominated(sp, xk, "tput_per_gpu")
     x = np.array([p[xk] for p in front], float)
     y = np.array([p[key] for p in front], float)

@@ -72,6 +72,9 @@ def _point_page(site, pid: str) -> Path:
 
 
 PAGE_READY = "document.getElementById('summary').children.length > 0"
+CELLS = """() => [...document.querySelectorAll('#compare-table td[data-metric]')]
+    .map(td => [td.parentElement.dataset.series, Number(td.parentElement.dataset.target),
+                td.dataset.metric, Number(td.dataset.value)])"""
 
 
 def test_every_page_renders_offline(site, tab) -> None:
@@ -146,15 +149,19 @@ def test_hash_opens_its_view_and_the_table_matches_recomputation(site, tab) -> N
     assert tab.input_value("#view") == "compare" and tab.input_value("#tier") == "neocloud"
     assert tab.is_visible("#compare-table") and not tab.is_visible("#chart")
     assert not tab.is_checked("#f-engine-llamacpp")
-    cells = tab.evaluate("""() => [...document.querySelectorAll('#compare-table td[data-metric]')]
-        .map(td => [td.parentElement.dataset.series, Number(td.parentElement.dataset.target),
-                    td.dataset.metric, Number(td.dataset.value)])""")
+    cells = tab.evaluate(CELLS)
     points = [p for p in load_flat([site["root"] / "ix"]) if p["scenario"] == "fixed-1k1k"]
     assert cells and len({c[0] for c in cells}) >= 4
     for series, target, key, value in cells:
         want = independent_at(points, series, target,
-                              "tput_per_gpu" if key == "tput_per_gpu" else "cost_per_mtok_neocloud")
+                              "tput_per_gpu" if key == "tput_per_gpu" else "cost_per_mtok_neocloud",
+                              latest_date=True)
         assert value == pytest.approx(want, rel=1e-9), (series, target, key)
+    # every date of the range on one frontier, when the link says so
+    _open(tab, url + "&dates=range", "document.querySelectorAll('#compare-table tr').length > 1")
+    for series, target, key, value in tab.evaluate(CELLS):
+        if key == "tput_per_gpu":
+            assert value == pytest.approx(independent_at(points, series, target, key), rel=1e-9)
     tab.screenshot(path=str(site["shots"] / "compare.png"), full_page=True)
 
 

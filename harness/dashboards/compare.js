@@ -22,17 +22,25 @@ function bySeriesMap(pts) {
 }
 
 // Rows of the comparison table: one per series and target (the table and bars show these).
-function compareRows(pts, xk, targets, tier) {
+// dates "latest" (upstream's calculator: one date's rows per series, here each series' latest
+// in the date range) or "range" (every date in the range on one frontier)
+function latestDate(sp) {
+  const last = sp.map(p => p.date || "").sort().pop();
+  return sp.filter(p => (p.date || "") === last);
+}
+
+function compareRows(pts, xk, targets, tier, dates) {
   const costKey = "cost_per_mtok_" + tier;
   const rows = [];
-  for (const [series, sp] of bySeriesMap(pts)) {
+  for (const [series, all] of bySeriesMap(pts)) {
+    const sp = dates === "range" ? all : latestDate(all);
     for (const t of targets) {
       const r = interpolateOnFrontier(sp, t, xk, ["tput_per_gpu", costKey], "clamp");
       const src = sp.find(p => p.published && p.source);
       rows.push({series, target: t, published: sp.some(p => p.published),
         source: src ? src.source : null, tput: r ? r.tput_per_gpu : null,
         cost: r ? r[costKey] : null, clamped: r ? r.clamped : null,
-        range: r ? r.x_range : null});
+        range: r ? r.x_range : null, date: dates === "range" ? "all" : (sp[0].date || "")});
     }
   }
   return rows;
@@ -44,15 +52,16 @@ function renderCompare(pts, xa, ya, kind) {
   const xk = compareX(xa, kind);
   const targets = parseTargets(document.getElementById("targets").value);
   const tier = document.getElementById("tier").value;
-  const rows = compareRows(pts, xk, targets, tier);
+  const rows = compareRows(pts, xk, targets, tier, document.getElementById("compare-dates").value);
   const table = document.getElementById("compare-table");
   table.replaceChildren();
   const head = el("tr");
-  for (const h of ["series", `target ${xk}`, "tok/s/GPU", `$/Mtok (${tier})`, "frontier range", "source"]) head.appendChild(el("th", {}, h));
+  for (const h of ["series", "date", `target ${xk}`, "tok/s/GPU", `$/Mtok (${tier})`, "frontier range", "source"]) head.appendChild(el("th", {}, h));
   table.appendChild(head);
   for (const r of rows) {
     const tr = el("tr", {"data-series": r.series, "data-target": String(r.target)});
     cell(tr, r.series);
+    cell(tr, r.date);
     cell(tr, String(r.target) + (r.clamped ? " (clamped to range)" : ""));
     cell(tr, r.tput === null ? "—" : r.tput.toPrecision(5), {"data-metric": "tput_per_gpu", "data-value": String(r.tput)});
     cell(tr, r.cost === null ? "—" : r.cost.toPrecision(5), {"data-metric": "cost", "data-value": String(r.cost)});

@@ -92,6 +92,9 @@ function buildCompareControls(kind) {
   c.appendChild(input("targets", {type: "text", size: 16}, DATA.default_targets[kind].join(",")));
   label(c, "tier", " price ");
   c.appendChild(select("tier", DATA.price_tiers.map(t => ({key: t, label: t})), DATA.price_tiers[0]));
+  label(c, "compare-dates", " dates ");
+  c.appendChild(select("compare-dates", [{key: "latest", label: "latest per series"},
+    {key: "range", label: "all in range"}], "latest"));
   label(c, "trend-target", " trend target ");
   c.appendChild(input("trend-target", {type: "number", step: "any"}, String(DATA.default_targets[kind][0])));
   label(c, "trend-by", " by ");
@@ -204,7 +207,8 @@ function renderSources(pts) {
 
 // View state <-> URL hash, so a link reproduces a view.
 const STATE = {view: "view", scenario: "scenario", x: "xaxis", y: "yaxis", from: "date_from",
-  to: "date_to", targets: "targets", tier: "tier", trend_target: "trend-target",
+  to: "date_to", targets: "targets", tier: "tier", dates: "compare-dates",
+  trend_target: "trend-target",
   trend_by: "trend-by", recipe: "recipe"};
 
 function writeHash() {
