@@ -18,12 +18,15 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import time
+from typing import Any
 
 import numpy as np
 import orjson
 
 from harness.client import ClientSettings, StreamingClient, run_async
+from harness.client_workers import closed_loop_over_workers
 from harness.records import RequestSpec
 from harness.testing.spawn import spawn_server
 from harness.workloads.closed_loop import run_closed_loop
@@ -53,33 +56,50 @@ def _stamp_errors(records: list) -> np.ndarray:
     return np.asarray(errs) * 1000.0
 
 
-def run(concurrency: int, seconds: float, max_tokens: int, port: int,
-        lockstep: bool = False) -> dict[str, float]:
-    n = 20_000  # more than enough; the loop stops on time
-    specs = _specs(n, max_tokens, sample_every=50, lockstep=lockstep)
+def _phase(concurrency: int, seconds: float, max_tokens: int, port: int, lockstep: bool,
+           workers: int, request_s: float) -> tuple[Any, float]:
+    """The phase and the client's CPU seconds (its own, or its worker processes')."""
+    settings = ClientSettings(f"http://127.0.0.1:{port}")
+    if workers > 1:  # a fixed number of requests (a deadline generator cannot be shipped)
+        rounds = max(1, round(seconds / request_s))
+        specs = _specs(concurrency * rounds, max_tokens, sample_every=50, lockstep=lockstep)
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        phase = closed_loop_over_workers(settings, specs, concurrency, workers)
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return phase, (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    specs = _specs(20_000, max_tokens, sample_every=50, lockstep=lockstep)
     deadline = time.perf_counter() + seconds
 
     def timed():
-        for s in specs:
+        for s in specs:  # more than enough; the loop stops on time
             if time.perf_counter() > deadline:
                 return
             yield s
 
     async def go():
-        async with StreamingClient(ClientSettings(f"http://127.0.0.1:{port}")) as c:
+        async with StreamingClient(settings) as c:
             return await run_closed_loop(c, timed(), concurrency)
 
     phase = run_async(go())
+    return phase, phase.health.cpu_share * phase.duration_s
+
+
+def run(concurrency: int, seconds: float, max_tokens: int, port: int,
+        lockstep: bool = False, workers: int = 1, request_s: float = 1.0) -> dict[str, float]:
+    phase, cpu_s = _phase(concurrency, seconds, max_tokens, port, lockstep, workers, request_s)
     chunks = sum(len(r.chunk_ts) for r in phase.records)
     failed = sum(not r.ok for r in phase.records)
     errs = _stamp_errors(phase.records)
     h = phase.health
+    ids = [r.request_id for r in phase.records]
     return {
         "concurrency": concurrency,
         "chunks_per_s": chunks / phase.duration_s,
+        "per_core": chunks / cpu_s if cpu_s > 0 else float("nan"),
         "requests": len(phase.records),
+        "duplicates": len(ids) - len(set(ids)),
         "failed": failed,
-        "cpu_share": h.cpu_share,
+        "cpu_share": cpu_s / phase.duration_s,
         "inflight_mean": h.inflight_mean,
         "err_p50_ms": float(np.percentile(errs, 50)) if errs.size else float("nan"),
         "err_p99_ms": float(np.percentile(errs, 99)) if errs.size else float("nan"),
@@ -100,22 +120,27 @@ def main() -> None:
     p.add_argument("--tick-ms", type=float, default=2.0)
     p.add_argument("--lockstep", action="store_true",
                    help="every request the same length, so all finish in the same instant")
+    p.add_argument("--workers", type=int, default=1,
+                   help="client processes (client.workers); > 1: a fixed request count")
     a = p.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     server_env = {"FAST_SSE_CPU": str(cpus[-1])} if len(cpus) > 1 else {}
-    if len(cpus) > 1:
+    if len(cpus) > 1 and a.workers == 1:
         os.sched_setaffinity(0, {cpus[0]})
+    request_s = a.max_tokens / a.events_per_tick * a.tick_ms / 1000.0
     with spawn_server(
         "harness.testing.fast_sse_server",
         "--events-per-tick", str(a.events_per_tick), "--tick-ms", str(a.tick_ms),
         env=server_env,
     ) as port:
-        print(f"{'conc':>5} {'chunks/s':>10} {'reqs':>6} {'fail':>4} {'cpu':>5} {'inflight':>8} "
+        print(f"{'conc':>5} {'chunks/s':>10} {'per core':>10} {'reqs':>6} {'dup':>3} {'fail':>4} "
+              f"{'cpu':>5} {'inflight':>8} "
               f"{'err p50':>8} {'err p99':>8} {'err max':>8} {'est p99':>8} {'queue99':>8} "
               f"{'lag max':>8} flag  (ms)")
         for c in a.concurrency:
-            r = run(c, a.seconds, a.max_tokens, port, a.lockstep)
-            print(f"{c:>5} {r['chunks_per_s']:>10,.0f} {r['requests']:>6} {r['failed']:>4} "
+            r = run(c, a.seconds, a.max_tokens, port, a.lockstep, a.workers, request_s)
+            print(f"{c:>5} {r['chunks_per_s']:>10,.0f} {r['per_core']:>10,.0f} "
+                  f"{r['requests']:>6} {r['duplicates']:>3} {r['failed']:>4} "
                   f"{r['cpu_share']:>5.2f} {r['inflight_mean']:>8.1f} {r['err_p50_ms']:>8.3f} "
                   f"{r['err_p99_ms']:>8.3f} {r['err_max_ms']:>8.3f} {r['est_p99_ms']:>8.3f} "
                   f"{r['queue_p99_ms']:>8.3f} {r['lag_max_ms']:>8.1f} {r['flagged']!s:>5}")

@@ -29,7 +29,6 @@ import asyncio
 import functools
 import math
 import multiprocessing as mp
-import os
 import queue as queue_mod
 import time
 import traceback
@@ -64,10 +63,9 @@ class WorkerError(RuntimeError):
 
 def _child(job: Callable[[Any], Any], part: Any, index: int, barrier: Any, start: Any,
            out: Any) -> None:
+    # Not pinned: the OS spreads the processes over the cores the engine leaves free; pinning
+    # here could land a client on a core an engine's threads were given.
     global _shared_start
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    if len(cpus) > index:  # one core each where the host has them (index 0 the lowest)
-        os.sched_setaffinity(0, {cpus[-1 - index]})
     try:
         barrier.wait(_START_TIMEOUT_S)
         _shared_start = start.value
