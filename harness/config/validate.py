@@ -297,11 +297,6 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"{model.name} has no {precision!r} weights in its recipe",
                           f"use one of {model.precisions} or add it to "
                           f"recipes/model/{model.name}.yaml")
-    if model.chat_encoder not in ("template", "dsv4"):
-        raise ConfigError(where("model.chat_encoder"), "model.chat_encoder",
-                          f"unknown chat encoder {model.chat_encoder!r}",
-                          "use template (the tokenizer's chat template) or dsv4 (DeepSeek-V4's "
-                          "own encoder, InferenceX's --dsv4)")
     if sc_.kind == "fixed":
         _check_fixed(sc, where)
     _check_dataset(sc, where)
@@ -375,6 +370,11 @@ def _check_fixed(sc: SweepConfig, where: Locator) -> None:
         if value not in options:
             raise ConfigError(where(key), key, f"unknown choice {value!r}",
                               f"use one of {', '.join(options)} (docs/settings.md)")
+    if model.chat_encoder not in ("template", "dsv4"):
+        raise ConfigError(where("model.chat_encoder"), "model.chat_encoder",
+                          f"unknown chat encoder {model.chat_encoder!r}",
+                          "use template (the tokenizer's chat template) or dsv4 (DeepSeek-V4's "
+                          "own encoder, InferenceX's --dsv4)")
     if model.chat_encoder == "dsv4" and sc_.prompts == "filtered":
         raise ConfigError(where("scenario.prompts"), "scenario.prompts",
                           f"{model.name} renders chat turns with DeepSeek-V4's encoder, which "
