@@ -42,6 +42,9 @@ AGENTX_ENTRIES = 393
 _FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 PARQUET_ROWS_PER_BATCH = 8  # a Parquet row group's rows are decoded this many at a time
+# Text read per batch: a corpus row is ~4.6 MB, so a batch is about one row whatever this is;
+# datasets' 10 MB default holds ~100 MB more in copies of the batch (benchmarks/corpus_memory.py)
+TEXT_CHUNK_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,8 @@ def stream_rows(src: CorpusSource) -> Iterator[dict[str, Any]]:
     import datasets
 
     builder = "text" if src.fmt == "jsonl" else "parquet"
-    extra = {"batch_size": PARQUET_ROWS_PER_BATCH} if builder == "parquet" else {}
+    extra = {"batch_size": PARQUET_ROWS_PER_BATCH} if builder == "parquet" else \
+        {"chunksize": TEXT_CHUNK_BYTES}
     ds = datasets.load_dataset(builder, data_files={src.split: [str(f) for f in src.files]},
                                split=src.split, streaming=True, **extra)
     it = iter(ds)

@@ -31,8 +31,8 @@ class StreamingStats:
     shared: PrefixTrie = field(default_factory=PrefixTrie)  # traces of a shared id scope
 
     def add(self, tr: Trace) -> None:
+        # ids of a local scope are the trace's own: its own trie needs no scope in its keys
         trie = self.shared if tr.shared_scope else PrefixTrie()
-        scope = "shared" if tr.shared_scope else tr.id
         self.sessions += 1
         self.subagents += len(tr.subagents())
         self.block_sizes.add(tr.block_size)
@@ -42,7 +42,7 @@ class StreamingStats:
             self.osl.append(r.out_tokens)
             self.think.append(r.think)
             self.longest = max(self.longest, r.in_tokens + r.out_tokens)
-            matched = trie.match_and_insert([(scope, h) for h in r.hash_ids])
+            matched = trie.match_and_insert(r.hash_ids)
             self.hit += hit_tokens(matched, tr.block_size, r.in_tokens)
             self.prompt += r.in_tokens
 
