@@ -32,7 +32,7 @@ import multiprocessing as mp
 import queue as queue_mod
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -188,25 +188,32 @@ def closed_loop_over_workers(settings: ClientSettings, specs: Sequence[RequestSp
 
 
 # ---- timestamped replay ------------------------------------------------------------------
+# (settings, schedule, t0, on_done) -> the phase: harness.workloads.timestamped.schedule_phase,
+# passed in (a module-level function travels to the child by name) so that this module needs
+# nothing of the workload's.
+SchedulePhase = Callable[[ClientSettings, list[tuple[float, RequestSpec]], float, None],
+                         Coroutine[Any, Any, PhaseResult]]
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulePart:
     settings: ClientSettings
     schedule: list[tuple[float, RequestSpec]]
+    phase: SchedulePhase
 
 
 def _schedule_job(part: SchedulePart) -> PhaseResult:
-    from harness.workloads.timestamped import schedule_phase
-
-    return run_async(schedule_phase(part.settings, part.schedule, shared_start(), None))
+    return run_async(part.phase(part.settings, part.schedule, shared_start(), None))
 
 
 def schedule_over_workers(settings: ClientSettings, schedule: Sequence[tuple[float, RequestSpec]],
-                          workers: int, on_done: Callable[[RequestRecord], None] | None = None
+                          workers: int, phase: SchedulePhase,
+                          on_done: Callable[[RequestRecord], None] | None = None
                           ) -> PhaseResult:
     """The open-loop schedule dealt round-robin over `workers` processes sharing one start
     instant (shared_start: set once every process has imported and reached the barrier)."""
     one = replace(settings, workers=1)
-    parts = [SchedulePart(one, list(schedule[w::workers])) for w in range(workers)]
+    parts = [SchedulePart(one, list(schedule[w::workers]), phase) for w in range(workers)]
     phases = run_partitioned(_schedule_job, parts)
     merged = merge_phases(phases)
     merged.start_ts = phases[0].start_ts  # the shared instant, the same in every part

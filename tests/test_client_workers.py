@@ -19,6 +19,7 @@ from harness.client_workers import (
     split_closed_loop,
 )
 from harness.records import RequestSpec
+from harness.workloads.timestamped import schedule_phase
 
 
 def _clock(_: int) -> tuple[float, float]:
@@ -81,7 +82,7 @@ def test_two_workers_merge_into_one_correct_phase(scripted_server: str) -> None:
 
 def test_a_schedule_over_workers_keeps_its_times(scripted_server: str) -> None:
     schedule = [(0.02 * i, s) for i, s in enumerate(_specs(20, "t"))]
-    phase = schedule_over_workers(ClientSettings(scripted_server), schedule, 2)
+    phase = schedule_over_workers(ClientSettings(scripted_server), schedule, 2, schedule_phase)
     assert sorted(r.request_id for r in phase.records) == sorted(s.request_id
                                                                  for _, s in schedule)
     by_id = {r.request_id: r for r in phase.records}

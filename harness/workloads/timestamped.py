@@ -142,7 +142,8 @@ def run_schedule(schedule: list[tuple[float, RequestSpec]], target: Target,
     if settings.workers > 1:  # the schedule dealt over client processes, one start instant
         from harness.client_workers import schedule_over_workers
 
-        phase = schedule_over_workers(settings, schedule, settings.workers, on_done)
+        phase = schedule_over_workers(settings, schedule, settings.workers, schedule_phase,
+                                      on_done)
     else:
         phase = run_async(schedule_phase(settings, schedule, None, on_done))
     after = target.scrape()
