@@ -198,3 +198,46 @@ def test_a_broken_tool_is_a_gap_never_a_failed_point(tmp_path: Path, monkeypatch
     assert rec.status == "ok" and rec.metrics["power_valid"] == 0
     assert rec.extras["power_reasons"] == ["no_usable_power_samples"]
     assert "driver mismatch" in rec.extras["power_note"]
+
+
+class FakeNvml:
+    """The pynvml calls the NVML sampler makes, over two devices of the linear law."""
+
+    def __init__(self) -> None:
+        self.t0, self.shutdowns = time.time(), 0
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlShutdown(self) -> None:
+        self.shutdowns += 1
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> str:
+        return str(i)
+
+    def nvmlDeviceGetPowerUsage(self, h: str) -> int:
+        a, b = LAW[h]
+        return round((a + b * (time.time() - self.t0)) * 1000)  # milliwatts
+
+    def nvmlDeviceGetUtilizationRates(self, h: str):
+        return type("U", (), {"gpu": 77})()
+
+    def nvmlDeviceGetMemoryInfo(self, h: str):
+        return type("M", (), {"used": 3 << 30})()
+
+
+def test_nvml_is_preferred_where_pynvml_imports(monkeypatch) -> None:
+    fake = FakeNvml()
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", fake)
+    c = telemetry.choose("auto")
+    assert c.source == "nvml"
+    s = c.sampler(0.05)
+    with s:
+        time.sleep(0.3)
+    assert {r.device for r in s.readings} == {"0", "1"} and fake.shutdowns >= 2
+    r = s.readings[0]
+    assert r.power_w == pytest.approx(300.0, abs=3.0) and r.util_pct == 77
+    assert r.mem_used_mib == 3072
