@@ -146,25 +146,31 @@ def _row_order(row: str) -> tuple[int, str]:
     return (int(lane) if lane.isdigit() else -1, "" if agent == "main" else agent)
 
 
-def read_series(root: Path, point_id: str, t0: float) -> tuple[str, list[dict[str, Any]]]:
+def read_series(root: Path, point_id: str, t0: float, server: dict[str, Any] | None
+                ) -> tuple[str, list[dict[str, Any]]]:
     """Traces of the point's time series: the series file, else the server's samples."""
     path = root / "series" / f"{point_id}.parquet"
-    if path.exists():
-        df = pq.ParquetFile(path).read().to_pandas()
-        traces = []
-        for (source, device, name), g in df.groupby(["source", "device", "name"], sort=True):
-            g = g.sort_values("t_s")
-            traces.append({"source": source, "device": device, "name": name,
-                           "t": g["t_s"].tolist(), "v": g["value"].tolist()})
-        return "series", traces
-    return "server_metrics", server_sample_traces(root, point_id, t0)
-
-
-def server_sample_traces(root: Path, point_id: str, t0: float) -> list[dict[str, Any]]:
-    path = root / "server_metrics" / f"{point_id}.json"
     if not path.exists():
-        return []
-    samples = orjson.loads(path.read_bytes()).get("samples") or []
+        return "server_metrics", server_sample_traces(server or {}, t0)
+    t = pq.ParquetFile(path).read()
+    cols = {c: t.column(c).to_numpy(zero_copy_only=False)
+            for c in ("t_s", "source", "device", "name", "value")}
+    keys = [f"{a}\0{b}\0{c}" for a, b, c in zip(cols["source"], cols["device"], cols["name"],
+                                                 strict=True)]
+    uniq, inverse = np.unique(np.asarray(keys, dtype=object), return_inverse=True)
+    traces = []
+    for k, key in enumerate(uniq):
+        sel = np.flatnonzero(inverse == k)
+        sel = sel[np.argsort(cols["t_s"][sel], kind="stable")]
+        source, device, name = str(key).split("\0")
+        traces.append({"source": source, "device": device, "name": name,
+                       "t": cols["t_s"][sel].astype(float), "v": cols["value"][sel].astype(float)})
+    return "series", traces
+
+
+def server_sample_traces(server: dict[str, Any], t0: float) -> list[dict[str, Any]]:
+    """The server's 1 s samples as traces; counters (`*_total`) as per-second rates."""
+    samples = server.get("samples") or []
     names = sorted({k for s in samples for k in (s.get("metrics") or {})})
     traces = []
     for name in names:
@@ -179,12 +185,11 @@ def server_sample_traces(root: Path, point_id: str, t0: float) -> list[dict[str,
     return traces
 
 
-def measured_window(root: Path, point_id: str) -> list[float] | None:
-    path = root / "server_metrics" / f"{point_id}.json"
-    if not path.exists():
+def read_server_metrics(root: Path, point_id: str) -> dict[str, Any] | None:
+    try:
+        return orjson.loads((root / "server_metrics" / f"{point_id}.json").read_bytes())
+    except FileNotFoundError:
         return None
-    w = orjson.loads(path.read_bytes()).get("measured_window")
-    return [float(w[0]), float(w[1])] if w else None
 
 
 def point_payload(point: dict[str, Any], root: Path) -> dict[str, Any]:
@@ -192,7 +197,9 @@ def point_payload(point: dict[str, Any], root: Path) -> dict[str, Any]:
     gets its numbers only."""
     pid = str(point["point_id"])
     r = read_requests(root / "requests" / f"{pid}.parquet")
-    window = measured_window(root, pid)
+    server = read_server_metrics(root, pid)
+    w = (server or {}).get("measured_window")
+    window = [float(w[0]), float(w[1])] if w else None
     out: dict[str, Any] = {"has_requests": r is not None}
     if r is None:
         out["series_source"], out["series"] = "none", []
@@ -202,5 +209,5 @@ def point_payload(point: dict[str, Any], root: Path) -> dict[str, Any]:
     out.update(request_figures(r, t0))
     out["window"] = [0.0, window[1] - t0] if window else None
     out["timeline"] = timeline(r, t0)
-    out["series_source"], out["series"] = read_series(root, pid, t0)
+    out["series_source"], out["series"] = read_series(root, pid, t0, server)
     return out
