@@ -119,9 +119,14 @@ def test_filter_then_cap_keeps_the_first_eligible_traces(tmp_path, layouts) -> N
     assert [t.id for t in select(iter_traces(src), max_entries=1)] == ["trace_0277"]
     picked = select(iter_traces(src), max_entries=1, max_context_tokens=60_000)
     assert [t.id for t in picked] == ["trace_0026"]  # AIPerf: filter first, then cap
+    cfg = DatasetConfig(local_dir=str(d), max_entries=1, max_context_tokens=60_000)
+    assert [t.id for t in load_corpus(cfg, Path("."), "t")] == ["trace_0026"]
     with pytest.raises(ConfigError) as ei:
         load_corpus(DatasetConfig(local_dir=str(d), max_context_tokens=100), Path("."), "t")
     assert ei.value.key == "scenario.dataset.max_context_tokens"
+    bad = _jsonl(tmp_path / "late", [*rows, {**rows[0], "extra": 1}])
+    with pytest.raises(TraceError, match="row 2"):  # every row validated, as AIPerf preflights
+        load_corpus(DatasetConfig(local_dir=str(bad), max_entries=1), Path("."), "t")
 
 
 def test_streamed_statistics_equal_those_of_the_loaded_traces(layouts, shipped) -> None:
@@ -231,9 +236,9 @@ def test_a_parquet_stream_left_early_exits_cleanly(layouts) -> None:
     """Stopping a Parquet stream before its end (max_entries) must not abort the interpreter
     at exit (huggingface/datasets#7566: Arrow reader threads outliving Arrow)."""
     code = ("from pathlib import Path; from harness.config.schema import DatasetConfig; "
-            "from harness.workloads.traces.corpus import load_corpus; "
-            f"print(len(load_corpus(DatasetConfig(local_dir={str(layouts['parquet'])!r}, "
-            "max_entries=1), Path('.'), 't')))")
+            "from harness.workloads.traces.corpus import iter_traces, resolve, select; "
+            f"src = resolve(DatasetConfig(local_dir={str(layouts['parquet'])!r}), Path(), 't'); "
+            "print(len(list(select(iter_traces(src), max_entries=1))))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert (r.returncode, r.stdout.strip()) == (0, "1"), r.stderr[-2000:]

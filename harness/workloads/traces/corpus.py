@@ -226,10 +226,14 @@ def select(traces: Iterable[Trace], max_entries: int = 0,
 
 
 def load_corpus(cfg: DatasetConfig, root: Path, where: str) -> list[Trace]:
-    """The selected traces of a corpus, parsed for a replay (streamed, then kept)."""
+    """The selected traces of a corpus, parsed for a replay. Every row is read and validated,
+    as AIPerf preflights the whole corpus before it selects; only the selection is kept."""
     src = resolve(cfg, root, where)
-    traces = list(select(iter_traces(src, cfg.strict, intern=True), cfg.max_entries,
-                         cfg.max_context_tokens))
+    traces: list[Trace] = []
+    for tr in iter_traces(src, cfg.strict, intern=True):
+        full = bool(cfg.max_entries) and len(traces) >= cfg.max_entries
+        if not full and not (cfg.max_context_tokens and peak_context(tr) > cfg.max_context_tokens):
+            traces.append(tr)
     if not traces and cfg.max_context_tokens:
         raise ConfigError(where, "scenario.dataset.max_context_tokens",
                           f"no trace of {src.label} fits within {cfg.max_context_tokens} tokens",
