@@ -163,7 +163,7 @@ def client_rules(health: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
              "(event loop busy or descheduled)", fix),
         Rule("client_cpu_share", not cpu > s.max_cpu_share, cpu, f"<= {s.max_cpu_share:g}",
              f"client CPU share {cpu:.2f} > {s.max_cpu_share:g}", fix),
-        Rule("client_queue_delay", not queue > s.max_queue_delay_ms, queue,
+        Rule("client_queue_delay", not queue > s.max_queue_delay_ms, _finite(queue),
              f"<= {s.max_queue_delay_ms:g} ms",
              f"client queue delay p99 {queue:.1f} ms > {s.max_queue_delay_ms:g} ms (requests "
              "waited in the client before reaching the socket: less load than asked)",
@@ -171,7 +171,7 @@ def client_rules(health: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
         # A stall within the stamp-error bound is judged by that rule; beyond it, it must not
         # be able to move p99 E2EL/TPOT by more than the share (harness.client_health.stalled)
         Rule("client_stall", not (lag > s.max_stamp_err_ms and share > s.max_stall_share),
-             share, f"<= {_pct(s.max_stall_share)} of p99 E2EL",
+             _finite(share), f"<= {_pct(s.max_stall_share)} of p99 E2EL",
              f"a client stall of {lag:.1f} ms could move p99 E2EL/TPOT by {100 * share:.1f}% "
              f"(> {_pct(s.max_stall_share)})", fix),
     ]
@@ -214,6 +214,11 @@ def acceptance_rule(mode: str, requested: float | None, realised: float | None,
 
 def judge(*groups: Iterable[Rule]) -> Validity:
     return Validity(tuple(r for g in groups for r in g))
+
+
+def _finite(v: float) -> float | None:
+    """An observation as it survives the point's JSON (NaN is written as null)."""
+    return v if math.isfinite(v) else None
 
 
 def _num(v: Any) -> float:
