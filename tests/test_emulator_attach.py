@@ -31,6 +31,7 @@ def _sweep(tmp_path, engine: str, al: float, bias: float = 0.0, *extra: str) -> 
                     "speculator=mtp", "speculator.k=3", "speculator.acceptance.mode=injected",
                     f"speculator.acceptance.length={al}", "concurrency=[8]",
                     "scenario.warmup_per_conc=1", "client.max_stamp_err_ms=20",
+                    "client.max_queue_delay_ms=100",
                     f"results_dir={tmp_path}", f"run_id={engine}", *extra)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     [p] = read_points(tmp_path / engine)
