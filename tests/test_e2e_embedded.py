@@ -93,3 +93,4 @@ def test_dashboard_is_self_contained_with_both_points(run_dir, tmp_path) -> None
     data = json.loads(re.search(r'id="harness-data">(.*?)</script>', html, re.S).group(1))
     assert sorted(p["conc"] for p in data["points"]) == [1, 2]
     assert all(p["series"] == "smollm2-135m q4_1 · cpu · llamacpp" for p in data["points"])
+    assert all((out.parent / p["page"]).exists() for p in data["points"])  # markers' pages
