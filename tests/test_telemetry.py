@@ -41,7 +41,7 @@ def test_nvidia_smi_rows_parse_as_documented() -> None:
     assert na is not None and na.power_w is None  # "[N/A]" is no reading, not 0 W
     assert nvidia_smi.parse_line("index, timestamp, power.draw [W]", 0.0) is None
     assert nvidia_smi.parse_line("", 0.0) is None
-    assert "-lms=250" in nvidia_smi.command(0.25)
+    assert nvidia_smi.command(0.25)[-2:] == ["-lms", "250"]
 
 
 @pytest.mark.parametrize("shape", ["list", "gpu_data"])
@@ -146,18 +146,20 @@ def _hand_joules(trace: dict, lo: float, hi: float) -> float:
                for a, b in trace["devices"].values())
 
 
-@pytest.mark.parametrize("source", ["nvidia-smi", "amd-smi"])
+# nvidia-smi stamps its rows itself (to the ms): 0.1%. amd-smi's JSON has no time, so a
+# reading is stamped at the middle of the call, off by up to half a (loaded) call.
+@pytest.mark.parametrize(("source", "rel"), [("nvidia-smi", 1e-3), ("amd-smi", 5e-3)])
 def test_measured_joules_per_token_match_the_emulated_trace(tmp_path: Path, monkeypatch,
-                                                            source: str) -> None:
+                                                            source: str, rel: float) -> None:
     trace = {"t0": time.time(), "devices": LAW}
     rec, run, wl = _measure(tmp_path, monkeypatch, trace, source)
     m = rec.metrics
     assert m["power_valid"] == 1 and rec.extras["power_source"] == source, rec.extras
     hand = _hand_joules(trace, *wl.window_wall)
     tokens = m["total_input_tokens"] + m["total_output_tokens"]
-    assert m["measured_j_per_tok"] == pytest.approx(hand / tokens, rel=1e-3)
+    assert m["measured_j_per_tok"] == pytest.approx(hand / tokens, rel=rel)
     assert m["measured_j_per_output_tok"] == pytest.approx(
-        hand / m["total_output_tokens"], rel=1e-3)
+        hand / m["total_output_tokens"], rel=rel)
     table = cost_columns(rec.flat())  # the table-based figure stays, beside the measured one
     assert table["j_per_tok"] > 0 and "measured_j_per_tok" not in table
     audit = json.loads((run.root / "power" / f"{rec.point_id}.json").read_text())
@@ -169,7 +171,8 @@ def test_measured_joules_per_token_match_the_emulated_trace(tmp_path: Path, monk
 
 def test_a_telemetry_gap_invalidates_power_but_not_the_point(tmp_path: Path,
                                                              monkeypatch) -> None:
-    trace = {"t0": time.time(), "devices": LAW, "gaps": [[0.9, 1.6]]}  # 0.7 s without rows
+    # 0.7 s without rows, inside the window: the loop starts, the warmup takes 0.3 s, then 2 s
+    trace = {"t0": time.time(), "devices": LAW, "gaps": [[0.9, 1.6]], "faults_from": "loop"}
     rec, _, _ = _measure(tmp_path, monkeypatch, trace, "nvidia-smi", "telemetry.max_gap_s=0.5")
     assert rec.status == "ok" and rec.valid
     assert rec.metrics["power_valid"] == 0
@@ -178,7 +181,8 @@ def test_a_telemetry_gap_invalidates_power_but_not_the_point(tmp_path: Path,
 
 
 def test_a_device_that_vanishes_invalidates_power(tmp_path: Path, monkeypatch) -> None:
-    trace = {"t0": time.time(), "devices": LAW, "device_stops": {"1": 1.0}}
+    trace = {"t0": time.time(), "devices": LAW, "device_stops": {"1": 1.0},
+             "faults_from": "loop"}
     rec, _, _ = _measure(tmp_path, monkeypatch, trace, "nvidia-smi")
     assert rec.metrics["power_valid"] == 0
     assert "benchmark_window_not_bracketed" in rec.extras["power_reasons"]

@@ -17,7 +17,7 @@ TOOL = "nvidia-smi"
 
 def command(period_s: float, tool: str = TOOL) -> list[str]:
     return [tool, f"--query-gpu={','.join(FIELDS)}", "--format=csv,noheader,nounits",
-            f"-lms={max(1, round(period_s * 1000))}"]
+            "-lms", str(max(1, round(period_s * 1000)))]
 
 
 def parse_timestamp(text: str) -> float | None:

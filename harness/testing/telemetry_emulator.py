@@ -13,7 +13,10 @@ validity rules fail:
      "device_stops": {"1": after_s},     # a device that disappears after_s after t0
      "exit_after_s": s,                  # the nvidia-smi loop exits (restarted: a gap)
      "power_na": ["1"],                  # devices whose power cell is "[N/A]"
-     "amd_shape": "list" | "gpu_data"}   # which amd-smi JSON shape (ROCm <= 6.3, >= 6.4)
+     "amd_shape": "list" | "gpu_data",   # which amd-smi JSON shape (ROCm <= 6.3, >= 6.4)
+     "faults_from": "loop"}              # nvidia-smi: gaps and stops count from the loop's
+                                         # start, not t0 (a test's set-up time then cannot
+                                         # move them out of the measured window)
 
 Stdlib only: this runs as its own process once per sample (amd-smi) or per loop (nvidia-smi).
 """
@@ -51,9 +54,10 @@ def power(trace: dict[str, Any], device: str, wall: float) -> float:
     return float(a) + float(b) * (wall - float(trace["t0"]))
 
 
-def visible(trace: dict[str, Any], device: str, wall: float) -> bool:
-    """Whether a row for `device` is printed at `wall` (gaps and stopped devices print none)."""
-    since = wall - float(trace["t0"])
+def visible(trace: dict[str, Any], device: str, wall: float, base: float | None = None) -> bool:
+    """Whether a row for `device` is printed at `wall` (gaps and stopped devices print none);
+    fault times count from `base` (the loop's start) or else from t0."""
+    since = wall - (float(trace["t0"]) if base is None else base)
     if any(lo <= since < hi for lo, hi in trace.get("gaps", [])):
         return False
     stop = trace.get("device_stops", {}).get(device)
@@ -95,7 +99,8 @@ def run_nvidia_smi(trace: dict[str, Any], args: list[str]) -> int:
         if exit_after is not None and wall - float(trace["t0"]) >= float(exit_after) \
                 and started - float(trace["t0"]) < float(exit_after):
             return 0  # the loop ends once; the restarted loop carries on
-        rows = [nvidia_row(trace, d, wall) for d in devices if visible(trace, d, wall)]
+        base = started if trace.get("faults_from") == "loop" else None
+        rows = [nvidia_row(trace, d, wall) for d in devices if visible(trace, d, wall, base)]
         if rows:
             print("\n".join(rows), flush=True)
         if period_ms is None:
