@@ -10,7 +10,7 @@ import pytest
 
 from harness.records import PHASE_MEASURED, RequestRecord
 from harness.workloads.agentic_bodies import AgenticBodies, replayed_hit_rates
-from harness.workloads.block_table import BlockSource, TokenTable, scope_key
+from harness.workloads.block_table import TokenTable, scope_key
 from harness.workloads.chat_bodies import ASSISTANT, SYSTEM, USER, structure
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay_context import ReplayContext
@@ -82,16 +82,31 @@ def test_per_block_salting_and_no_marker_are_named_options(prompts, trace) -> No
         AgenticBodies(prompts, BASE, 0, "chat", cache_bust="salt")
 
 
-def test_same_id_same_block_bytes_across_sources(prompts) -> None:
-    table = TokenTable(prompts.tokenizer, prompts.vocab)
-    one, two = BlockSource(table), BlockSource(table, cache_bytes=0)
+def test_same_id_same_block_bytes_in_any_table(prompts) -> None:
+    one, two = TokenTable(prompts.tokenizer, prompts.vocab), TokenTable(prompts.tokenizer)
     k = scope_key(1, "trace_0277")
-    assert one.blocks(k, [5, 6, 5], 64) == two.blocks(k, [5, 6, 5], 64)
-    a, b, c = one.blocks(k, [5, 6, 5], 64)
-    assert a == c != b and a != one.blocks(scope_key(1, "other"), [5], 64)[0]
-    assert two.generated == 2 and one.generated == 3  # the cache served the repeats
+    a, b, c = one.join(one.picks(k, [5, 6, 5], 64))
+    assert [a, b, c] == two.join(two.picks(k, [5, 6, 5], 64))
+    assert a == c != b and a != one.join(one.picks(scope_key(1, "other"), [5], 64))[0]
+    assert one.text(one.picks(k, [5, 6], 64)) == a + b
     words = a.split(b" ")[1:]
     assert len(words) == 64 and all(w.isalpha() and w.islower() for w in words)
+    ids = prompts.tokenizer.encode(a.decode(), add_special_tokens=False)
+    assert len(ids) == 64 and ids == one.token_ids(one.picks(k, [5], 64)[0]).tolist()
+
+
+def test_a_turn_draws_only_its_new_blocks(prompts, trace) -> None:
+    bodies = AgenticBodies(prompts, BASE, 0, "chat")
+    ctx = _ctx(trace, 0, "L0S1")
+    first, second = trace.parent_requests()[:2]
+    one = bodies.spec(first, ctx)
+    assert bodies.generated_blocks == len(first.hash_ids)
+    two = bodies.spec(second, ctx)
+    assert bodies.generated_blocks == len(second.hash_ids)  # the history was kept
+    fresh = AgenticBodies(prompts, BASE, 0, "chat", history_bytes=0)
+    fresh.spec(first, ctx)
+    assert fresh.spec(second, ctx).body == two.body  # rebuilt whole: the same bytes
+    assert bodies.spec(first, ctx).body == one.body  # a step back (a probe) rebuilds too
 
 
 def test_messages_follow_aiperfs_reconstruction() -> None:

@@ -24,15 +24,19 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from harness.records import PHASE_MEASURED, RequestRecord, RequestSpec
-from harness.workloads.block_table import BlockSource, TokenTable, scope_key
+from harness.workloads.block_table import TokenTable, scope_key
 from harness.workloads.chat_bodies import (
     Segment,
     TemplateOverhead,
     body_head,
     chat_chunks,
+    common_prefix,
     completion_chunks,
     covered_blocks,
     first_turn,
@@ -46,7 +50,18 @@ from harness.workloads.traces.model import SubAgent, Trace, TraceRequest
 from harness.workloads.traces.stats import PrefixTrie, hit_tokens
 
 CACHE_BUST_MODES = ("first_turn_prefix", "per_block", "none")
-_STATES = 1 << 16  # streams whose messages are remembered (a lane's few; evicted: rebuilt)
+_MARKERS = 1 << 16  # trees whose marker is remembered (a live tree is always among them)
+DEFAULT_HISTORY_BYTES = 512 << 20
+
+
+@dataclass(slots=True)
+class _State:
+    """What a stream sent last: its turn, messages, and listed blocks' word indices."""
+
+    k: int
+    segs: list[Segment]
+    picks: np.ndarray
+    key: int
 
 
 class _Stream:
@@ -72,7 +87,18 @@ class _Stream:
             n = math.ceil(self.prefix_tokens / trace.block_size)
             if n == 0 or chain[0].hash_ids[:n] != listed[0].hash_ids[:n]:
                 self.prefix_tokens = 0
-        self.index = {id(r): k for k, r in enumerate(self.requests)}
+        self.index: dict[int, int] = {}
+        self.find(None)
+
+    def find(self, r: TraceRequest | None) -> int | None:
+        """The request's place in the stream; a chain the scheduler extends as it goes is
+        indexed as far as it has grown."""
+        k = self.index.get(id(r))
+        if k is None and len(self.index) < len(self.requests):
+            for j in range(len(self.index), len(self.requests)):
+                self.index[id(self.requests[j])] = j
+            k = self.index.get(id(r))
+        return k
 
 
 def cache_bust_marker(benchmark_id: str, recycle_pass: int, lane: int, trace_id: str) -> str:
@@ -85,17 +111,23 @@ def cache_bust_marker(benchmark_id: str, recycle_pass: int, lane: int, trace_id:
 class AgenticBodies:
     def __init__(self, prompts: BlockPrompts, body_base: dict[str, Any], prompt_overhead: int,
                  api: str = "completions", cache_bust: str = "first_turn_prefix",
-                 benchmark_id: str | None = None) -> None:
+                 benchmark_id: str | None = None,
+                 history_bytes: int = DEFAULT_HISTORY_BYTES) -> None:
         if cache_bust not in CACHE_BUST_MODES:
             raise ValueError(f"cache_bust {cache_bust!r}: use one of {CACHE_BUST_MODES}")
         self.prompts, self.api, self.cache_bust = prompts, api, cache_bust
         self.overhead = prompt_overhead
         self.benchmark_id = benchmark_id
-        self.blocks = BlockSource(TokenTable(prompts.tokenizer, prompts.vocab))
+        self.table = TokenTable(prompts.tokenizer, prompts.vocab)
+        # Streams' histories as word indices (2 bytes a token), the least recently sent
+        # evicted past this (rebuilt whole if it comes back).
+        self.history_bytes = history_bytes
+        self._held = 0
+        self.generated_blocks = 0  # blocks whose words were drawn (benchmarks)
         self.template = TemplateOverhead(prompts.tokenizer) if api == "chat" else None
         self._head = body_head(body_base)
         self._streams: dict[tuple[int, str, int], _Stream] = {}
-        self._states: OrderedDict[tuple[object, str], tuple[int, list[Segment]]] = OrderedDict()
+        self._states: OrderedDict[tuple[object, str], _State] = OrderedDict()
         self._markers: OrderedDict[tuple[str, str], tuple[str, bytes, int]] = OrderedDict()
         self._recycle_pass: dict[str, int] = {}
         self._n = 0
@@ -109,20 +141,43 @@ class AgenticBodies:
             s = self._streams[key] = _Stream(ctx.trace, ctx.path, chain)
         return s
 
-    def _segments(self, r: TraceRequest, ctx: ReplayContext, tree: tuple[str, str]
-                  ) -> list[Segment]:
+    def _history(self, r: TraceRequest, ctx: ReplayContext, tree: tuple[str, str], key: int
+                 ) -> tuple[list[Segment], np.ndarray]:
+        """The request's messages and the word indices of its listed blocks: from the
+        stream's previous turn when known (only the new blocks generated), else built whole."""
         stream = self._stream(ctx)
-        k = stream.index.get(id(r))
+        k = stream.find(r)
         bs = ctx.trace.block_size
+        covered = covered_blocks(r, bs)
         if k is None:  # not in a stream this module knows: a first turn of its own
-            return first_turn(r, bs, 0)
-        key = (tree, ctx.path)
-        segs = structure(stream.requests, k, bs, stream.prefix_tokens, self._states.get(key))
-        self._states[key] = (k, segs)
-        self._states.move_to_end(key)
-        if len(self._states) > _STATES:
-            self._states.popitem(last=False)
-        return segs
+            return first_turn(r, bs, 0), self._picks(key, r.hash_ids[:covered], bs)
+        skey = (tree, ctx.path)
+        st = self._states.pop(skey, None)
+        if st is not None and (st.key != key or st.k > k):
+            self._held -= st.picks.nbytes
+            st = None
+        segs = structure(stream.requests, k, bs, stream.prefix_tokens,
+                         None if st is None else (st.k, st.segs))
+        if st is not None and st.k == k:
+            picks = st.picks
+        elif st is not None and st.k == k - 1:
+            prev = stream.requests[k - 1]
+            lcp = common_prefix(prev.hash_ids, r.hash_ids,
+                                min(covered, covered_blocks(prev, bs)))
+            picks = np.concatenate([st.picks[:lcp * bs],
+                                    self._picks(key, r.hash_ids[lcp:covered], bs)])
+        else:
+            picks = self._picks(key, r.hash_ids[:covered], bs)
+        self._held += picks.nbytes - (st.picks.nbytes if st is not None else 0)
+        self._states[skey] = _State(k, segs, picks, key)
+        while self._held > self.history_bytes and len(self._states) > 1:
+            _, old = self._states.popitem(last=False)  # the least recently sent stream
+            self._held -= old.picks.nbytes
+        return segs, picks
+
+    def _picks(self, key: int, ids: list[int], bs: int) -> np.ndarray:
+        self.generated_blocks += len(ids)
+        return self.table.picks(key, ids, bs).reshape(-1)
 
     def _benchmark(self, ctx: ReplayContext) -> str:
         if self.benchmark_id is not None:
@@ -142,13 +197,15 @@ class AgenticBodies:
             return "", b"", 0
         tree = (repr(ctx.salt), ctx.session)
         m = self._markers.get(tree)
-        if m is None:
+        if m is not None:
+            self._markers.move_to_end(tree)
+        else:
             base = ctx.trace.id.split("::", 1)[0]
             n = self._recycle_pass[base] = self._recycle_pass.get(base, -1) + 1
             text = cache_bust_marker(self._benchmark(ctx), n, ctx.lane, base)
             tokens = len(self.prompts.tokenizer.encode(text, add_special_tokens=False))
             m = self._markers[tree] = (text[5:17], json_string_bytes(text), tokens)
-            if len(self._markers) > _STATES:
+            if len(self._markers) > _MARKERS:
                 self._markers.popitem(last=False)
         return m
 
@@ -157,20 +214,20 @@ class AgenticBodies:
              ) -> RequestSpec:
         tr, bs = ctx.trace, ctx.trace.block_size
         tree = (repr(ctx.salt), ctx.session)
-        segs = self._segments(r, ctx, tree)
         scope = self._scope(ctx)
         key = scope_key(self.prompts.seed, scope)
+        segs, picks = self._history(r, ctx, tree, key)
         digest, marker, marker_tokens = self.marker(ctx)
         if first_user(segs) < 0:
             digest, marker, marker_tokens = "", b"", 0
         covered = covered_blocks(r, bs)
-        ids = r.hash_ids
+        ids, text = r.hash_ids, self.table.text
 
         def blocks_of(start: int, end: int) -> list[bytes]:
-            return self.blocks.blocks(key, ids[start:end], bs) if end > start else []
+            return [text(picks[start * bs:end * bs])] if end > start else []
 
-        tail = self.blocks.tail(key, (ctx.path, self._stream(ctx).index.get(id(r)), r.t),
-                                r.in_tokens - covered * bs)
+        tail = text(self.table.tail(key, (ctx.path, self._stream(ctx).find(r), r.t),
+                                    r.in_tokens - covered * bs))
         out = r.out_tokens if max_tokens is None else max_tokens
         if self.template is not None:
             chunks = chat_chunks(self._head, segs, blocks_of, marker, tail, out)

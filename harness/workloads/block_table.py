@@ -11,15 +11,15 @@ hash_id_random_generator.py, `reseed_for_hash_id`).
 
 Word picks are a counter-based hash (splitmix64 of scope key, id and position), vectorised
 over every block a request needs, so generating N new blocks is a few numpy passes, not N
-seeded generators. Generated blocks are kept in a cache bounded in bytes: a turn's body is
-built from its history's blocks (mostly cache hits) plus its new ones; nothing holds a lane's
-history as text.
+seeded generators. A stream keeps its history as word indices (2 bytes a token, a quarter of
+the text, harness.workloads.agentic_bodies): a turn generates only its new blocks, and its
+body is one gather of the history's indices from the table, at memory speed.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +30,6 @@ from harness.workloads.prompts import stable_vocabulary
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-DEFAULT_CACHE_BYTES = 256 << 20
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -47,14 +46,40 @@ def scope_key(*parts: object) -> int:
 
 
 class TokenTable:
-    """The stable vocabulary as token ids, their bytes, and a fixed-width array to gather."""
+    """The stable vocabulary as token ids, their bytes, and a fixed-width array to gather.
 
-    def __init__(self, tokenizer: Any, vocab: np.ndarray | None = None) -> None:
-        self.ids = stable_vocabulary(tokenizer) if vocab is None else vocab
-        self.words = [tokenizer.decode([int(i)]).encode() for i in self.ids]
-        width = max(len(w) for w in self.words)
-        self._fixed = np.array(self.words, dtype=f"S{width}")
-        self.lengths = np.array([len(w) for w in self.words], dtype=np.int64)
+    Words of one byte length are kept when there are enough of them (the commonest length:
+    SmolLM2 has 3,018 eight-byte words): a block is then a plain gather of fixed-width rows,
+    its bytes the array's memory as it is, 64 tokens x 8 bytes per block."""
+
+    def __init__(self, tokenizer: Any, vocab: np.ndarray | None = None,
+                 min_words: int = 1000) -> None:
+        ids = stable_vocabulary(tokenizer) if vocab is None else vocab
+        words = [tokenizer.decode([int(i)]).encode() for i in ids]
+        by_len = Counter(len(w) for w in words)
+        width, count = by_len.most_common(1)[0]
+        self.uniform = count >= min_words
+        if self.uniform:
+            keep = [i for i, w in enumerate(words) if len(w) == width]
+            ids, words = ids[keep], [words[i] for i in keep]
+        self.ids, self.words = ids, words
+        width = max(len(w) for w in words)
+        self._fixed = np.array(words, dtype=f"S{width}")
+        self.width = width
+        self.lengths = np.array([len(w) for w in words], dtype=np.int64)
+        self.index_dtype = np.uint16 if len(words) <= 1 << 16 else np.uint32
+
+    def text(self, picks: np.ndarray) -> bytes:
+        """The bytes of a run of word indices (any shape, read in order)."""
+        if picks.size == 0:
+            return b""
+        flat = self._fixed[picks].tobytes()
+        return flat if self.uniform else flat.replace(b"\x00", b"")
+
+    def tail(self, key: int, label: object, n: int) -> np.ndarray:
+        """n word indices of their own (a partial block, or blocks a trace did not list):
+        keyed by `label`, never equal to a hash block's."""
+        return self.picks(key ^ scope_key("tail", label), [0], max(n, 0))[0]
 
     def __len__(self) -> int:
         return len(self.words)
@@ -66,13 +91,17 @@ class TokenTable:
         with np.errstate(over="ignore"):
             x = _mix(np.uint64(key) ^ (h * _GOLDEN)) + pos * _GOLDEN
             x = _mix(x)
-        return (x % np.uint64(len(self.words))).astype(np.int64)
+        return (x % np.uint64(len(self.words))).astype(self.index_dtype)
 
     def join(self, picks: np.ndarray) -> list[bytes]:
-        """Each row of word indices as one bytes string: one fixed-width gather for all rows,
-        the padding dropped in one C pass, then cut at the rows' byte lengths."""
+        """Each row of word indices as one bytes string."""
         if picks.size == 0:
             return [b""] * picks.shape[0]
+        if self.uniform:  # fixed-width rows: the gathered array's bytes are the text
+            flat = self._fixed[picks].tobytes()
+            row = picks.shape[1] * self.width
+            return [flat[a:a + row] for a in range(0, len(flat), row)]
+        # mixed widths: one gather, the padding dropped in one C pass, cut at row lengths
         flat = self._fixed[picks].tobytes().replace(b"\x00", b"")
         ends = np.cumsum(self.lengths[picks].sum(axis=1)).tolist()
         starts = [0, *ends[:-1]]
@@ -80,60 +109,3 @@ class TokenTable:
 
     def token_ids(self, picks: np.ndarray) -> np.ndarray:
         return self.ids[picks]
-
-
-class BlockSource:
-    """Block bytes by (scope key, hash id), generated on demand, cached within a byte budget."""
-
-    def __init__(self, table: TokenTable, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        self.table = table
-        self._cache: OrderedDict[tuple[int, int, int], bytes] = OrderedDict()
-        self._budget = cache_bytes
-        self._held = 0
-        self.generated = 0  # blocks built (cache misses), for benchmarks
-
-    def blocks(self, key: int, hash_ids: Sequence[int], size: int) -> list[bytes]:
-        """The bytes of each block, in order; misses generated in one vectorised batch."""
-        cache = self._cache
-        out: list[bytes | None] = []
-        for h in hash_ids:
-            k = (key, h, size)
-            b = cache.get(k)
-            if b is not None:
-                cache.move_to_end(k)  # least recently used goes first
-            out.append(b)
-        missing = [i for i, b in enumerate(out) if b is None]
-        if missing:
-            ids = list(dict.fromkeys(hash_ids[i] for i in missing))  # each id built once
-            made = dict(zip(ids, self.table.join(self.table.picks(key, ids, size)),
-                            strict=True))
-            self.generated += len(made)
-            for i in missing:
-                out[i] = made[hash_ids[i]]
-            for h, b in made.items():
-                self._put((key, h, size), b)
-        return out  # type: ignore[return-value]
-
-    def _put(self, k: tuple[int, int, int], b: bytes) -> None:
-        if self._budget <= 0:
-            return
-        self._cache[k] = b
-        self._held += len(b)
-        while self._held > self._budget and self._cache:
-            _, old = self._cache.popitem(last=False)
-            self._held -= len(old)
-
-    def tail(self, key: int, label: object, n: int) -> bytes:
-        """n tokens of their own (a partial block, or blocks a trace did not list): keyed by
-        `label`, never shared with a hash block."""
-        if n <= 0:
-            return b""
-        picks = self.table.picks(key ^ scope_key("tail", label), [0], n)
-        return self.table.join(picks)[0]
-
-    def tail_ids(self, key: int, label: object, n: int) -> np.ndarray:
-        picks = self.table.picks(key ^ scope_key("tail", label), [0], max(n, 0))
-        return self.table.token_ids(picks[0])
-
-    def block_ids(self, key: int, hash_id: int, size: int) -> np.ndarray:
-        return self.table.token_ids(self.table.picks(key, [hash_id], size)[0])

@@ -1,0 +1,230 @@
+"""What the client costs to build and send AgentX-sized agentic turns at many lanes.
+
+Load: `harness.testing.sink_server`, which takes bodies of any size and answers at once, so
+everything measured is the client's. Each lane replays a generated session with the AgentX
+length distribution (input tokens lognormal with p50 95k and p99 506k, capped at 1M; 64-token
+blocks; a history that grows every turn by a tool result and the recorded reply): a few turns
+of history before its start point, a primer (the whole history, built from nothing: warmup, as
+AIPerf's primers), then measured turns, each due an exponential think time after the previous
+reply (mean `lanes / turns-per-s`). Bodies are the harness's own (AgenticBodies, chat, with the
+cache-bust marker), sent by its own client (StreamingClient).
+
+Prints per phase: turns, turns/s, input tokens/s, bytes/s sent, client CPU (ms per turn, per
+100k tokens, share of a core, and the body builder's part), RSS, and the delay between a
+turn's due time and its body reaching the socket (p50/p99/max). Last line, for scripts:
+`agentic_scale lanes=N rss_mb=X cpu_ms_per_100k=Y send_delay_p99_ms=Z` (the measured phase).
+
+Run: python benchmarks/agentic_scale.py --lanes 1000 [--seconds 30] [--turns-per-s 50]
+Targets (issue 10): 1,000 lanes, RSS <= 2 GB, <= 20 ms client CPU per 100k-token turn, p99
+send delay <= 5 ms while the client uses under 80% of a core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import resource
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harness.client import ClientSettings, StreamingClient, run_async
+from harness.config.compose import compose_sweep
+from harness.testing.spawn import spawn_server
+from harness.workloads.agentic_bodies import AgenticBodies
+from harness.workloads.prompts import BlockPrompts
+from harness.workloads.replay_context import ReplayContext
+from harness.workloads.tokenizer import load_tokenizer
+from harness.workloads.traces.model import Trace, TraceRequest
+
+BLOCK = 64
+P50, P99, CAP = 95_000, 506_000, 1_000_000
+SYSTEM_TOKENS = 15_000  # Claude Code's tools + system prompt, about (trace_0277: 15,041)
+
+
+@dataclass
+class Lane:
+    """One generated session: the requests so far (older ones emptied: only the last two
+    matter to the next body) and how it grows."""
+
+    index: int
+    rng: np.random.Generator
+    trace: Trace
+    ctx: ReplayContext
+    chain: list[TraceRequest] = field(default_factory=list)
+
+    def grow(self, tokens: int, out: int) -> TraceRequest:
+        prev = self.chain[-1].hash_ids if self.chain else []
+        n = tokens // BLOCK
+        ids = prev[:n] + list(range(len(prev), n)) if n > len(prev) else prev[:n]
+        r = TraceRequest(t=float(len(self.chain)), in_tokens=tokens, out_tokens=out,
+                         hash_ids=ids)
+        if len(self.chain) >= 2:
+            self.chain[-2].hash_ids = []  # never read again: its structure is cached
+        self.chain.append(r)
+        return r
+
+    def next_turn(self) -> TraceRequest:
+        last = self.chain[-1]
+        add = int(self.rng.integers(500, 4000))
+        return self.grow(min(CAP, last.in_tokens + last.out_tokens + add),
+                         int(self.rng.integers(100, 1000)))
+
+
+def make_lane(i: int, seed: int) -> Lane:
+    rng = np.random.default_rng([seed, i])
+    sigma = math.log(P99 / P50) / 2.3263  # z(0.99)
+    target = int(min(CAP, max(SYSTEM_TOKENS + 2 * BLOCK, rng.lognormal(math.log(P50), sigma))))
+    trace = Trace(f"gen{i}", "generated", BLOCK, [], prefix_tokens=SYSTEM_TOKENS)
+    session = f"L{i}S1"
+    ctx = ReplayContext(i, session, ("bench", session), trace)
+    lane = Lane(i, rng, trace, ctx)
+    ctx.chain = lane.chain  # the stream the bodies walk (set even where the field is absent)
+    for k in range(1, 5):  # history before the start point: a few large turns
+        lane.grow(max(SYSTEM_TOKENS + BLOCK, target * k // 5), int(rng.integers(100, 1000)))
+    lane.grow(target, int(rng.integers(100, 1000)))  # the primer
+    return lane
+
+
+@dataclass
+class Phase:
+    name: str
+    turns: int = 0
+    tokens: int = 0
+    bytes: int = 0
+    build_cpu: float = 0.0
+    delays: list[float] = field(default_factory=list)  # due -> body on the socket
+    issue: list[float] = field(default_factory=list)  # due -> the client starts the request
+    errors: int = 0
+    error_text: str = ""
+    t0: float = 0.0
+    cpu0: float = 0.0
+    wall: float = 0.0
+    cpu: float = 0.0
+
+    def start(self) -> None:
+        self.t0, self.cpu0 = time.perf_counter(), time.process_time()
+
+    def stop(self) -> None:
+        self.wall = time.perf_counter() - self.t0
+        self.cpu = time.process_time() - self.cpu0
+
+
+async def _sleep_until(t: float) -> None:
+    while (delay := t - time.perf_counter()) > 0:
+        await asyncio.sleep(delay)
+
+
+async def _turn(client: StreamingClient, bodies: AgenticBodies, lane: Lane, r: TraceRequest,
+                due: float, phase: Phase) -> float:
+    c0 = time.thread_time()
+    spec = bodies.spec(r, lane.ctx, max_tokens=1)
+    phase.build_cpu += time.thread_time() - c0
+    rec = await client.send(spec)
+    phase.turns += 1
+    phase.tokens += r.in_tokens
+    phase.bytes += len(spec.body)
+    if not rec.ok:
+        phase.errors += 1
+        phase.error_text = rec.error or f"HTTP {rec.http_status}"
+    phase.delays.append(rec.send_ts - due)
+    phase.issue.append(rec.issue_ts - due)
+    return rec.end_ts
+
+
+async def _lane(client, bodies, lane: Lane, warm: Phase, measured: Phase, spread_s: float,
+                think_s: float, gate: asyncio.Event, deadline: list[float]) -> None:
+    due = time.perf_counter() + lane.rng.uniform(0, spread_s)
+    await _sleep_until(due)
+    await _turn(client, bodies, lane, lane.chain[-1], due, warm)
+    await gate.wait()
+    due = time.perf_counter() + lane.rng.exponential(think_s)
+    while True:
+        await _sleep_until(min(due, deadline[0]))
+        if due >= deadline[0]:
+            return
+        end = await _turn(client, bodies, lane, lane.next_turn(), due, measured)
+        due = end + lane.rng.exponential(think_s)
+
+
+async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float,
+              think_s: float, spread_s: float) -> tuple[Phase, Phase]:
+    warm, measured = Phase("primers"), Phase("measured")
+    gate, deadline = asyncio.Event(), [math.inf]
+    async with StreamingClient(ClientSettings(url)) as client:
+        warm.start()
+        tasks = [asyncio.create_task(_lane(client, bodies, ln, warm, measured, spread_s, think_s,
+                                           gate, deadline)) for ln in lanes]
+        while warm.turns < len(lanes):
+            await asyncio.sleep(0.05)
+        warm.stop()
+        measured.start()
+        deadline[0] = measured.t0 + seconds
+        gate.set()
+        await asyncio.gather(*tasks)
+        measured.stop()
+    return warm, measured
+
+
+def rss_mb() -> tuple[float, float]:
+    """(now, peak) resident memory of this process, MB."""
+    with open("/proc/self/status") as f:
+        now = next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
+    return now / 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def report(p: Phase) -> dict[str, float]:
+    d = np.asarray(p.delays) * 1e3 if p.delays else np.zeros(1)
+    q = np.asarray(p.issue) * 1e3 if p.issue else np.zeros(1)
+    per_100k = p.cpu * 1e3 / (p.tokens / 1e5) if p.tokens else math.nan
+    row = {"turns": p.turns, "turns_s": p.turns / p.wall, "tokens_s": p.tokens / p.wall,
+           "mb_s": p.bytes / p.wall / 1e6, "cpu_ms_turn": p.cpu * 1e3 / max(p.turns, 1),
+           "cpu_ms_per_100k": per_100k, "cpu_share": p.cpu / p.wall,
+           "build_ms_per_100k": p.build_cpu * 1e3 / (p.tokens / 1e5) if p.tokens else math.nan,
+           "delay_p50_ms": float(np.percentile(d, 50)),
+           "delay_p99_ms": float(np.percentile(d, 99)), "delay_max_ms": float(d.max()),
+           "issue_p99_ms": float(np.percentile(q, 99)),
+           "errors": p.errors}
+    print(f"{p.name:>9}: {p.turns} turns in {p.wall:.1f} s ({row['turns_s']:.1f}/s), "
+          f"{row['tokens_s'] / 1e6:.2f}M tokens/s, {row['mb_s']:.0f} MB/s; client CPU "
+          f"{row['cpu_ms_turn']:.2f} ms/turn = {per_100k:.2f} ms per 100k tokens "
+          f"({row['cpu_share']:.0%} of a core; building bodies {row['build_ms_per_100k']:.2f} "
+          f"ms per 100k); due->send p50 {row['delay_p50_ms']:.2f} ms, p99 "
+          f"{row['delay_p99_ms']:.2f} ms, max {row['delay_max_ms']:.1f} ms (due->issue p99 "
+          f"{row['issue_p99_ms']:.2f} ms); errors {p.errors} {p.error_text[:200]}")
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lanes", type=int, default=1000)
+    ap.add_argument("--seconds", type=float, default=30.0, help="measured phase")
+    ap.add_argument("--turns-per-s", type=float, default=50.0, help="all lanes together")
+    ap.add_argument("--spread-s", type=float, default=20.0, help="primers spread over this")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    tokenizer = load_tokenizer(compose_sweep([]).model)
+    bodies = AgenticBodies(BlockPrompts(tokenizer, a.seed), {"model": "m", "stream": True,
+                           "stream_options": {"include_usage": True}}, 0, "chat")
+    lanes = [make_lane(i, a.seed) for i in range(a.lanes)]
+    inputs = np.array([ln.chain[-1].in_tokens for ln in lanes])
+    print(f"{a.lanes} lanes; primer input tokens p50 {np.percentile(inputs, 50):,.0f}, "
+          f"p99 {np.percentile(inputs, 99):,.0f}, max {inputs.max():,}; RSS before "
+          f"{rss_mb()[0]:.0f} MB")
+    with spawn_server("harness.testing.sink_server") as port:
+        warm, measured = run_async(run(f"http://127.0.0.1:{port}", lanes, bodies, a.seconds,
+                                       a.lanes / a.turns_per_s, a.spread_s))
+    report(warm)
+    row = report(measured)
+    now, peak = rss_mb()
+    print(f"RSS now {now:.0f} MB, peak {peak:.0f} MB; blocks generated "
+          f"{bodies.generated_blocks:,}")
+    print(f"agentic_scale lanes={a.lanes} rss_mb={peak:.0f} "
+          f"cpu_ms_per_100k={row['cpu_ms_per_100k']:.2f} "
+          f"send_delay_p99_ms={row['delay_p99_ms']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
