@@ -2,11 +2,12 @@
 core is not enough. The default (1) runs in-process, as before.
 
 The mechanism is generic: `run_partitioned(job, parts)` runs a picklable `job(part)` in one
-spawned process per part, all released together (a barrier after their imports), and returns
-their results in order. `merge_phases` joins the `PhaseResult`s the parts return into the one
-the point records: every record once, the window from the first send to the last end, the
-client's health judged by its worst process. Times need no translation: `time.perf_counter`
-is CLOCK_MONOTONIC on Linux, one clock for every process on the host (harness/records.py;
+process per part (forked from a forkserver that imported the client once), all released
+together (a barrier, then one shared start instant), and returns their results in order.
+`merge_phases` joins the `PhaseResult`s the parts return into the one the point records:
+every record once, the window from the first send to the last end, the client's health
+judged by its worst process. Times need no translation: `time.perf_counter` is
+CLOCK_MONOTONIC on Linux, one clock for every process on the host (harness/records.py;
 tests/test_client_workers.py checks a child's stamps fall between the parent's).
 
 What is partitioned:
@@ -16,9 +17,9 @@ What is partitioned:
   start instant, so each request still goes out at its scheduled time;
 - agentic lanes (to be wired by their owner): a part is a set of lane ids with the shared
   start instant; the job builds its lanes' bodies in the child (from the trace and the
-  seeds, never shipping histories), runs `agentic_lanes` on them and returns its PhaseResult;
-  `merge_phases` joins them as here. Lanes must be independent of one another (AgentX's are:
-  one trajectory tree per lane).
+  seeds, never shipping histories), runs `agentic_lanes` on them from `shared_start()` and
+  returns its PhaseResult; `phases_over_workers(job, parts)` runs and joins them. Lanes
+  must be independent of one another (AgentX's are: one trajectory tree per lane).
 
 Progress callbacks (`on_done`) run in the parent as the merged records arrive, after the phase.
 """
@@ -29,6 +30,7 @@ import asyncio
 import functools
 import math
 import multiprocessing as mp
+import os
 import queue as queue_mod
 import time
 import traceback
@@ -62,10 +64,11 @@ class WorkerError(RuntimeError):
 
 
 def _child(job: Callable[[Any], Any], part: Any, index: int, barrier: Any, start: Any,
-           out: Any) -> None:
+           out: Any, env: dict[str, str]) -> None:
     # Not pinned: the OS spreads the processes over the cores the engine leaves free; pinning
     # here could land a client on a core an engine's threads were given.
     global _shared_start
+    os.environ.update(env)  # the forkserver's environment is the one it started with
     try:
         barrier.wait(_START_TIMEOUT_S)
         _shared_start = start.value
@@ -74,16 +77,29 @@ def _child(job: Callable[[Any], Any], part: Any, index: int, barrier: Any, start
         out.put((index, False, traceback.format_exc()))
 
 
-def run_partitioned(job: Callable[[P], R], parts: Sequence[P]) -> list[R]:
-    """job(part) for every part, each in its own spawned process, started together.
+def _context() -> Any:
+    """forkserver: children fork from a clean single-threaded server that imported the client
+    once (plain fork would copy the parent's threads' locks: samplers, progress bars; spawn
+    pays the imports again for every phase, ~1-2 s)."""
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["harness.client_workers", "harness.workloads.closed_loop"])
+    return ctx
+
+
+def run_partitioned(job: Callable[[P], R], parts: Sequence[P],
+                    env: Sequence[str] = ()) -> list[R]:
+    """job(part) for every part, each in its own process, started together; the environment
+    variables named in `env` (an API key's) are passed on as the parent has them now.
 
     `job` must be a module-level function and `parts` picklable. Raises WorkerError naming the
     part whose job raised (with its traceback) or whose process died."""
-    ctx = mp.get_context("spawn")  # not fork: the parent has threads (samplers, progress)
+    ctx = _context()
     start = ctx.Value("d", math.nan)
     barrier = ctx.Barrier(len(parts), action=functools.partial(_set_start, start))
     out = ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(job, p, i, barrier, start, out), daemon=True)
+    passed = {k: os.environ[k] for k in env if k in os.environ}
+    procs = [ctx.Process(target=_child, args=(job, p, i, barrier, start, out, passed),
+                         daemon=True)
              for i, p in enumerate(parts)]
     for p in procs:
         p.start()
@@ -107,6 +123,13 @@ def run_partitioned(job: Callable[[P], R], parts: Sequence[P]) -> list[R]:
                 p.terminate()
             p.join(10)
     return [results[i] for i in range(len(parts))]
+
+
+def phases_over_workers(job: Callable[[P], PhaseResult], parts: Sequence[P],
+                        settings: ClientSettings) -> PhaseResult:
+    """run_partitioned for jobs that return a phase, merged: what agentic lanes would call."""
+    env = [settings.api_key_env] if settings.api_key_env else []
+    return merge_phases(run_partitioned(job, parts, env))
 
 
 def merge_phases(phases: Sequence[PhaseResult]) -> PhaseResult:
@@ -180,7 +203,7 @@ def closed_loop_over_workers(settings: ClientSettings, specs: Sequence[RequestSp
     """The closed loop with its C slots split over `workers` processes."""
     one = replace(settings, workers=1)
     parts = [LoopPart(one, s, c) for s, c in split_closed_loop(specs, concurrency, workers)]
-    merged = merge_phases(run_partitioned(_closed_loop_job, parts))
+    merged = phases_over_workers(_closed_loop_job, parts, settings)
     if on_done is not None:
         for rec in merged.records:
             on_done(rec)
@@ -214,7 +237,8 @@ def schedule_over_workers(settings: ClientSettings, schedule: Sequence[tuple[flo
     instant (shared_start: set once every process has imported and reached the barrier)."""
     one = replace(settings, workers=1)
     parts = [SchedulePart(one, list(schedule[w::workers]), phase) for w in range(workers)]
-    phases = run_partitioned(_schedule_job, parts)
+    phases = run_partitioned(_schedule_job, parts,
+                             [settings.api_key_env] if settings.api_key_env else [])
     merged = merge_phases(phases)
     merged.start_ts = phases[0].start_ts  # the shared instant, the same in every part
     if on_done is not None:

@@ -12,7 +12,6 @@ import pytest
 from harness.client import ClientSettings
 from harness.client_workers import (
     WorkerError,
-    closed_loop_over_workers,
     run_partitioned,
     schedule_over_workers,
     shared_start,
@@ -38,8 +37,8 @@ def test_children_share_the_parents_clock_and_failures_name_the_part() -> None:
     after = time.perf_counter()
     assert all(before < t < after for t, _ in stamps)
     assert stamps[0][1] == stamps[1][1] and before < stamps[0][1] < after + 0.05  # one instant
-    with pytest.raises(WorkerError, match=r"part [01] refuses"):
-        run_partitioned(_boom, [0, 1])
+    with pytest.raises(WorkerError, match="process 0 of 1 failed"):
+        run_partitioned(_boom, [1])
 
 
 def test_split_keeps_every_spec_once_and_the_slots_in_total() -> None:
@@ -62,24 +61,6 @@ def _specs(n: int, prefix: str, tokens: int = 8) -> list[RequestSpec]:
     return out
 
 
-def test_two_workers_merge_into_one_correct_phase(scripted_server: str) -> None:
-    """Same request count, every request once, the concurrency held in total, the server
-    saw each request once, and the merged window is the children's."""
-    specs = _specs(48, "w", tokens=32)  # ~0.2 s each (1-3 tokens a chunk), 6 rounds
-    seen: list[str] = []
-    phase = closed_loop_over_workers(ClientSettings(scripted_server), specs, 8, 2,
-                                     lambda r: seen.append(r.request_id))
-    ids = [r.request_id for r in phase.records]
-    assert len(ids) == 48 and set(ids) == {s.request_id for s in specs}
-    assert sorted(seen) == sorted(ids) and all(r.ok for r in phase.records)
-    log = orjson.loads(urllib.request.urlopen(scripted_server + "/x/log").read())
-    assert Counter(k for k in log if k.startswith("w")) == Counter(ids)
-    assert abs(phase.health.inflight_mean - 8) < 1.6, phase.health.inflight_mean
-    assert phase.start_ts == min(r.send_ts for r in phase.records)
-    assert phase.end_ts == max(r.end_ts for r in phase.records)
-    assert all(log[r.request_id]["received"] > r.send_ts for r in phase.records)
-
-
 def test_a_schedule_over_workers_keeps_its_times(scripted_server: str) -> None:
     schedule = [(0.02 * i, s) for i, s in enumerate(_specs(20, "t"))]
     phase = schedule_over_workers(ClientSettings(scripted_server), schedule, 2, schedule_phase)
@@ -88,3 +69,29 @@ def test_a_schedule_over_workers_keeps_its_times(scripted_server: str) -> None:
     by_id = {r.request_id: r for r in phase.records}
     for at, spec in schedule:  # never early, on the shared start instant
         assert by_id[spec.request_id].issue_ts >= phase.start_ts + at
+
+
+def test_the_fixed_workload_runs_its_point_over_workers(scripted_server: str) -> None:
+    """client.workers=2 on the fixed-sequence run path: warmup and measured phases each split
+    over two processes; the same request count, every request once (the server saw each
+    once), the concurrency held in total, the merged window the children's."""
+    from harness.workloads.base import Target
+    from harness.workloads.fixed_seq import measure_closed_loop
+
+    seen: list[str] = []
+    target = Target(scripted_server, ClientSettings("", workers=2), lambda: {})
+    specs = _specs(48, "fm", tokens=32)  # ~0.2 s each (1-3 tokens a chunk), 6 rounds of 8
+    meas = measure_closed_loop(target, _specs(4, "fw"), specs, 8,
+                               lambda r: seen.append(r.request_id))
+    phase = meas.measured
+    ids = [r.request_id for r in phase.records]
+    assert sorted(r.request_id for r in meas.warmup.records) == [f"fw{i}" for i in range(4)]
+    assert len(ids) == 48 and set(ids) == {s.request_id for s in specs}
+    assert all(r.ok for r in phase.records)
+    assert sorted(seen) == sorted(ids + [f"fw{i}" for i in range(4)])
+    log = orjson.loads(urllib.request.urlopen(scripted_server + "/x/log").read())
+    assert Counter(k for k in log if k.startswith("fm")) == Counter(ids)
+    assert all(log[r.request_id]["received"] > r.send_ts for r in phase.records)
+    assert abs(phase.health.inflight_mean - 8) < 1.6, phase.health.inflight_mean
+    assert phase.start_ts == min(r.send_ts for r in phase.records)
+    assert phase.end_ts == max(r.end_ts for r in phase.records)
