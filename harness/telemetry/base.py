@@ -63,9 +63,10 @@ class TelemetrySampler(ABC):
 
     def wait_past(self, t: float, timeout_s: float) -> bool:
         """Keep sampling until every device seen has a reading at or after `t` (the end of
-        the measured window), at most `timeout_s`; False when one never did."""
+        the measured window), at most `timeout_s`; False when one never did (at once when
+        the tool has given nothing at all)."""
         deadline = time.perf_counter() + timeout_s
-        while time.perf_counter() < deadline and self._thread.is_alive():
+        while self.readings and time.perf_counter() < deadline and self._thread.is_alive():
             latest: dict[str, float] = {}
             for r in list(self.readings):
                 latest[r.device] = max(latest.get(r.device, r.t), r.t)
