@@ -97,6 +97,7 @@ class Phase:
     build_cpu: float = 0.0
     delays: list[float] = field(default_factory=list)  # due -> body on the socket
     issue: list[float] = field(default_factory=list)  # due -> the client starts the request
+    lags: list[float] = field(default_factory=list)  # event-loop lateness (lag probe)
     errors: int = 0
     error_text: str = ""
     t0: float = 0.0
@@ -149,10 +150,21 @@ async def _lane(client, bodies, lane: Lane, warm: Phase, measured: Phase, spread
         due = end + lane.rng.exponential(think_s)
 
 
+async def _lag_probe(lags: list[float], stop: asyncio.Event) -> None:
+    """How late a 5 ms sleep wakes: the delay no client work of ours explains (a busy
+    loop, or a machine that did not run us)."""
+    while not stop.is_set():
+        t = time.perf_counter()
+        await asyncio.sleep(0.005)
+        lags.append(time.perf_counter() - t - 0.005)
+
+
 async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float,
               think_s: float, spread_s: float) -> tuple[Phase, Phase]:
     warm, measured = Phase("primers"), Phase("measured")
     gate, deadline = asyncio.Event(), [math.inf]
+    stop = asyncio.Event()
+    probe = asyncio.create_task(_lag_probe(measured.lags, stop))
     async with StreamingClient(ClientSettings(url)) as client:
         warm.start()
         tasks = [asyncio.create_task(_lane(client, bodies, ln, warm, measured, spread_s, think_s,
@@ -163,8 +175,11 @@ async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float
         measured.start()
         deadline[0] = measured.t0 + seconds
         gate.set()
+        measured.lags.clear()  # the measured phase's only
         await asyncio.gather(*tasks)
         measured.stop()
+    stop.set()
+    await probe
     return warm, measured
 
 
@@ -186,6 +201,7 @@ def report(p: Phase) -> dict[str, float]:
            "delay_p50_ms": float(np.percentile(d, 50)),
            "delay_p99_ms": float(np.percentile(d, 99)), "delay_max_ms": float(d.max()),
            "issue_p99_ms": float(np.percentile(q, 99)),
+           "lag_p99_ms": float(np.percentile(p.lags, 99) * 1e3) if p.lags else math.nan,
            "errors": p.errors}
     print(f"{p.name:>9}: {p.turns} turns in {p.wall:.1f} s ({row['turns_s']:.1f}/s), "
           f"{row['tokens_s'] / 1e6:.2f}M tokens/s, {row['mb_s']:.0f} MB/s; client CPU "
@@ -193,7 +209,8 @@ def report(p: Phase) -> dict[str, float]:
           f"({row['cpu_share']:.0%} of a core; building bodies {row['build_ms_per_100k']:.2f} "
           f"ms per 100k); due->send p50 {row['delay_p50_ms']:.2f} ms, p99 "
           f"{row['delay_p99_ms']:.2f} ms, max {row['delay_max_ms']:.1f} ms (due->issue p99 "
-          f"{row['issue_p99_ms']:.2f} ms); errors {p.errors} {p.error_text[:200]}")
+          f"{row['issue_p99_ms']:.2f} ms; loop lag p99 {row['lag_p99_ms']:.2f} ms); errors "
+          f"{p.errors} {p.error_text[:200]}")
     return row
 
 
