@@ -7,21 +7,24 @@ A phase of many requests against the zero-cost server, run the way a sweep runs 
 repr(partial) -> repr(task) -> repr(the task's result): every RequestRecord of the phase, twice.
 
 Prints how long the phase took and how long run_async took to return after the phase's
-coroutine finished (the stall). Before the fix: ~1.6 ms per record here (100k records: minutes).
+coroutine finished (the stall). `--unfixed` runs it as before the fix (the coroutine straight
+into uvloop.run, records with the dataclass's full repr) to show the stall itself.
 
-Run: python benchmarks/sigint_stall.py [--requests 100000] [--concurrency 256]
+Run: python benchmarks/sigint_stall.py [--requests 100000] [--concurrency 256] [--unfixed]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import time
+from typing import Any
 
 import orjson
 
-from harness.client import ClientSettings, StreamingClient, run_async
-from harness.records import RequestSpec
+from harness.client import ClientSettings, PhaseResult, StreamingClient, run_async
+from harness.records import RequestRecord, RequestSpec
 from harness.testing.spawn import spawn_server
 from harness.workloads.closed_loop import run_closed_loop
 
@@ -32,7 +35,22 @@ def specs(n: int, max_tokens: int) -> list[RequestSpec]:
                         tags={"lane": i % 64, "turn": i}) for i in range(n)]
 
 
-def measure(port: int, n: int, concurrency: int, max_tokens: int) -> dict[str, float]:
+def _unfixed_run(coro: Any) -> Any:
+    """run_async as it was: the phase's result is the main task's result."""
+    import uvloop
+
+    RequestRecord.__repr__ = _full_repr  # type: ignore[method-assign]
+    PhaseResult.__repr__ = _full_repr  # type: ignore[method-assign]
+    return uvloop.run(coro)
+
+
+def _full_repr(self: Any) -> str:  # what @dataclass generated before the fix
+    fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+    return f"{type(self).__name__}({fields})"
+
+
+def measure(port: int, n: int, concurrency: int, max_tokens: int,
+            unfixed: bool = False) -> dict[str, float]:
     """One phase; the seconds from its coroutine's end to run_async's return."""
     done_at: list[float] = []
 
@@ -43,7 +61,7 @@ def measure(port: int, n: int, concurrency: int, max_tokens: int) -> dict[str, f
         return result
 
     t0 = time.perf_counter()
-    result = run_async(phase())
+    result = (_unfixed_run if unfixed else run_async)(phase())
     t1 = time.perf_counter()
     return {"records": len(result.records), "phase_s": done_at[0] - t0,
             "stall_s": t1 - done_at[0]}
@@ -54,11 +72,12 @@ def main() -> None:
     p.add_argument("--requests", type=int, default=100_000)
     p.add_argument("--concurrency", type=int, default=256)
     p.add_argument("--max-tokens", type=int, default=4)
+    p.add_argument("--unfixed", action="store_true", help="as before the fix")
     a = p.parse_args()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "run from a terminal"
     with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "4",
                       "--tick-ms", "1") as port:
-        r = measure(port, a.requests, a.concurrency, a.max_tokens)
+        r = measure(port, a.requests, a.concurrency, a.max_tokens, a.unfixed)
     print(f"sigint_stall records={r['records']} phase_s={r['phase_s']:.2f} "
           f"stall_s={r['stall_s']:.3f}")
 
