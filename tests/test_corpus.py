@@ -97,6 +97,7 @@ def test_a_dataset_id_loads_from_the_hub_cache_offline(layouts, shipped, monkeyp
     traces = load_corpus(cfg, Path("."), "t")
     assert [_plain(t) for t in traces] == [_plain(t) for t in shipped]
     assert traces[0].source == DATASET_ID == traces[0].meta["dataset"]
+    assert traces[0].meta["dataset_revision"] == "0" * 40  # the snapshot's commit
     with pytest.raises(ConfigError) as ei:  # not downloaded: no network call, a clear fix
         load_corpus(DatasetConfig(id=f"{DATASET_ID}-256k", cache_dir=str(layouts["hub"])),
                     Path("."), "scenarios/agentic-agentx-256k.yaml")

@@ -54,6 +54,7 @@ class CorpusSource:
     files: tuple[Path, ...]
     fmt: str  # jsonl | parquet
     split: str = "train"
+    revision: str | None = None  # the snapshot's commit, for an id read from the Hub cache
 
     def where(self, row: int) -> str:
         if self.fmt == "jsonl" and len(self.files) == 1:
@@ -137,7 +138,9 @@ def resolve(cfg: DatasetConfig, root: Path, where: str) -> CorpusSource:
         raise ConfigError(where, "scenario.dataset.data_files",
                           f"{[p.name for p in files][:5]} are not all JSON Lines or all Parquet",
                           "name .jsonl files (one trace per line) or .parquet files")
-    return CorpusSource(label, base, tuple(files), fmts.pop(), cfg.split)
+    # an id's snapshot directory is named by the commit it holds: the exact corpus version
+    revision = base.name if cfg.id and not cfg.local_dir else cfg.revision
+    return CorpusSource(label, base, tuple(files), fmts.pop(), cfg.split, revision)
 
 
 def stream_rows(src: CorpusSource) -> Iterator[dict[str, Any]]:
@@ -202,7 +205,8 @@ def iter_traces(src: CorpusSource, strict: bool = True, intern: bool = False) ->
         if intern:
             intern_hash_ids(obj)
         trace = parse_trace(obj, src.label, where)
-        trace.meta = {**trace.meta, "dataset": src.label, "row": i}
+        trace.meta = {**trace.meta, "dataset": src.label, "dataset_revision": src.revision,
+                      "row": i}
         yield trace
 
 
