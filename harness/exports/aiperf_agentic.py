@@ -83,7 +83,9 @@ def agentic_env(rec: PointRecord, name: str, cfg: Mapping[str, Any]) -> dict[str
             "ISL": "0", "OSL": "0", "DURATION": str(scen.get("duration_s", "")),
             # no KV offload here; the backend fields must then be empty
             "KV_OFFLOADING": "none", "KV_OFFLOAD_BACKEND": "",
-            "KV_OFFLOAD_BACKEND_METADATA": "", "TOTAL_CPU_DRAM_GB": "0"}
+            "KV_OFFLOAD_BACKEND_METADATA": "", "TOTAL_CPU_DRAM_GB": "0",
+            # read when set (build_result's attn_dp_size): attention dp spans the tp ranks
+            **({"ATTN_DP_SIZE": str(rec.identity.tp)} if rec.identity.dp_attention else {})}
 
 
 def export_point(run_dir: Path, rec: PointRecord, name: str, out: Path) -> list[Path]:
