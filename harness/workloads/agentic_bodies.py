@@ -126,7 +126,7 @@ class AgenticBodies:
         self.generated_blocks = 0  # blocks whose words were drawn (benchmarks)
         self.template = TemplateOverhead(prompts.tokenizer) if api == "chat" else None
         self._head = body_head(body_base)
-        self._streams: dict[tuple[int, str, int], _Stream] = {}
+        self._streams: dict[tuple[int, str], _Stream] = {}
         self._states: OrderedDict[tuple[object, str], _State] = OrderedDict()
         self._markers: OrderedDict[tuple[str, str], tuple[str, bytes, int]] = OrderedDict()
         self._recycle_pass: dict[str, int] = {}
@@ -134,11 +134,12 @@ class AgenticBodies:
 
     # ---- where a request sits ----------------------------------------------------------
     def _stream(self, ctx: ReplayContext) -> _Stream:
-        chain = getattr(ctx, "chain", None)
-        key = (id(ctx.trace), ctx.path, id(chain))
+        # A path names one stream of a trace (the scheduler's chains included): built from
+        # the first context that names it, whose chain may go on growing.
+        key = (id(ctx.trace), ctx.path)
         s = self._streams.get(key)
         if s is None:
-            s = self._streams[key] = _Stream(ctx.trace, ctx.path, chain)
+            s = self._streams[key] = _Stream(ctx.trace, ctx.path, getattr(ctx, "chain", None))
         return s
 
     def _history(self, r: TraceRequest, ctx: ReplayContext, tree: tuple[str, str], key: int

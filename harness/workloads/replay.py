@@ -146,6 +146,7 @@ class Replayer:
         turn = stream.turns[k]
         ctx = ReplayContext(tree.lane.index, tree.session, tree.salt, tree.plan.trace,
                             path=stream.name, phase=phase, turn=k,
+                            chain=[t.req for t in stream.turns],
                             extra={"subagent_type": stream.kind, "delay": turn.delay,
                                    "recorded_abs_t": turn.t})
         spec = self.bodies.spec(turn.req, ctx, None if phase == PHASE_MEASURED else 1)
