@@ -95,3 +95,15 @@ def test_the_fixed_workload_runs_its_point_over_workers(scripted_server: str) ->
     assert abs(phase.health.inflight_mean - 8) < 1.6, phase.health.inflight_mean
     assert phase.start_ts == min(r.send_ts for r in phase.records)
     assert phase.end_ts == max(r.end_ts for r in phase.records)
+
+
+def test_workers_config_is_checked_before_anything_runs() -> None:
+    from harness.config.compose import compose_sweep
+    from harness.config.errors import ConfigError
+
+    base = ["engine=endpoint", "engine.url=http://127.0.0.1:9", "run_id=u"]
+    assert compose_sweep([*base, "client.workers=2"]).client.workers == 2
+    with pytest.raises(ConfigError, match=r"client\.workers"):
+        compose_sweep([*base, "client.workers=0"])
+    with pytest.raises(ConfigError, match="agentic lanes are not split"):
+        compose_sweep([*base, "scenarios=agentic-weka-cpu", "client.workers=2"])
