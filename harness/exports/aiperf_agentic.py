@@ -7,12 +7,9 @@ The files, each in its own module: the request records and the aggregate
 here the point's files are read and the environment is written. A record's epoch stamps come
 from the point's measured window, stamped on both clocks (Clock).
 
-Where upstream's number will differ from ours by definition: throughput. InferenceX divides the
-tokens by the kept records' span (last request_end_ns - first request_start_ns); our point
-divides the same tokens by its measured window, which also holds the think time after the
-last request. They agree when requests are in flight across the whole window (a loaded
-3600 s run); on a short, idle-heavy point upstream's figure is higher. The timestamps are
-written as measured, not stretched to make the two agree.
+Throughput: InferenceX divides the kept records' tokens by their span (last request_end_ns -
+first request_start_ns), which is our agentic point's measured window; the timestamps are
+written as measured.
 """
 
 from __future__ import annotations
