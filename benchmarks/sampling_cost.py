@@ -97,6 +97,9 @@ def one_run(port: int, concurrency: int, seconds: float, max_tokens: int,
         phase = run_async(go())
     chunks = sum(len(r.chunk_ts) for r in phase.records)
     return {"chunks_per_s": chunks / phase.duration_s, "cpu": phase.health.cpu_share,
+            # client CPU (samplers' threads included) per chunk: robust where the machine is
+            # shared, as throughput then follows the scheduler more than the client
+            "cpu_us_per_chunk": phase.health.cpu_share * phase.duration_s / max(chunks, 1) * 1e6,
             "lag_p99": phase.health.lag_p99_ms, "records": phase.records,
             "t0": phase.start_ts, "window": phase.duration_s}
 
@@ -157,7 +160,8 @@ def main() -> None:
               f"{smi_ms:.3f} ms per 8-GPU nvidia-smi period: "
               f"{(scrape_ms + smi_ms) / a.period / 10:.2f}% of a core at one sample per "
               f"{a.period:g} s")
-        print(f"{'conc':>5} {'samplers':>8} {'chunks/s':>10} {'cpu':>5} {'lag p99':>8} "
+        print(f"{'conc':>5} {'samplers':>8} {'chunks/s':>10} {'cpu':>5} {'us/chunk':>8} "
+              f"{'lag p99':>8} "
               f"{'scrapes':>7} {'gpu rows':>8} {'build ms':>8} {'bytes':>8}")
         for c in a.concurrency:
             figs: dict[bool, list[dict]] = {False: [], True: []}
@@ -168,13 +172,16 @@ def main() -> None:
                     ms, size = build_ms(r, metrics, gpu) if on else (float("nan"), 0)
                     figs[on].append(r)
                     print(f"{c:>5} {'on' if on else 'off':>8} {r['chunks_per_s']:>10,.0f} "
-                          f"{r['cpu']:>5.2f} {r['lag_p99']:>8.2f} "
+                          f"{r['cpu']:>5.2f} {r['cpu_us_per_chunk']:>8.3f} {r['lag_p99']:>8.2f} "
                           f"{len(metrics.samples) if on else 0:>7} "
                           f"{len(gpu.readings) if on else 0:>8} {ms:>8.1f} {size:>8}")
             off = np.median([r["chunks_per_s"] for r in figs[False]])
             on_ = np.median([r["chunks_per_s"] for r in figs[True]])
+            cpu_off = np.median([r["cpu_us_per_chunk"] for r in figs[False]])
+            cpu_on = np.median([r["cpu_us_per_chunk"] for r in figs[True]])
             print(f"{c:>5} median chunks/s off {off:,.0f} on {on_:,.0f} "
-                  f"({(on_ / off - 1) * 100:+.1f}%)")
+                  f"({(on_ / off - 1) * 100:+.1f}%); client CPU per chunk off {cpu_off:.3f} us "
+                  f"on {cpu_on:.3f} us ({(cpu_on / cpu_off - 1) * 100:+.1f}%)")
 
 
 if __name__ == "__main__":
