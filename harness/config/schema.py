@@ -245,6 +245,9 @@ class TelemetryConfig:
     period_s: float = 1.0  # InferenceX's start_gpu_monitor: nvidia-smi every 1 s
     max_gap_s: float = 3.0  # InferenceX's aggregate_power.py: largest in-window sample gap
     require_power: bool = False  # InferenceX's REQUIRE_POWER: invalid power = invalid point
+    # Device indices whose power counts (empty: every device the tool reports, as upstream);
+    # for a point that occupies some of a host's GPUs.
+    devices: list[int] = field(default_factory=list)
 
 
 @dataclass
