@@ -221,7 +221,9 @@ def measure_power(ctx: JobContext, gpu: TelemetrySampler | None,
     if gpu is None:
         return PowerMeasurement(ctx.telemetry.source, ctx.telemetry.reason)
     note = (f"{gpu.errors} sampler error(s), last: {gpu.last_error}" if gpu.errors else "")
-    readings = [(r.device, r.t, r.power_w) for r in gpu.readings]
+    chosen = {str(d) for d in ctx.sc.telemetry.devices}  # empty: every device, as upstream
+    readings = [(r.device, r.t, r.power_w) for r in gpu.readings
+                if not chosen or r.device in chosen]
     integration = energy.integrate(readings, meas.measured.start_ts, meas.measured.end_ts,
                                    ctx.gpus.total, ctx.sc.telemetry.max_gap_s)
     return PowerMeasurement(gpu.source, note, integration)
