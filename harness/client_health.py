@@ -31,6 +31,7 @@ class ClientHealth:
     stamp_err_p99_ms: float = math.nan
     stamp_err_p999_ms: float = math.nan
     cpu_share: float = math.nan  # process CPU seconds / wall seconds
+    cpu_cores: float = math.nan  # the same over all client processes (client.workers)
     inflight_mean: float = math.nan  # time-weighted mean of requests in flight
     # Issue -> body on the socket, connection set-up excluded, over the phase's requests
     queue_delay_p50_ms: float = math.nan
@@ -117,7 +118,7 @@ class HealthProbe:
                     raise
         wall = max(time.perf_counter() - self._wall0, 1e-9)
         h = ClientHealth()
-        h.cpu_share = (time.process_time() - self._cpu0) / wall
+        h.cpu_share = h.cpu_cores = (time.process_time() - self._cpu0) / wall
         h.inflight_mean = self.meter.inflight_area() / wall
         if self._lags:
             lags_ms = np.asarray(self._lags) * 1000.0

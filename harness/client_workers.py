@@ -159,6 +159,7 @@ def merge_health(parts: Sequence[ClientHealth]) -> ClientHealth:
         vals = [getattr(p, name) for p in parts if not math.isnan(getattr(p, name))]
         setattr(h, name, max(vals) if vals else math.nan)
     h.inflight_mean = sum(p.inflight_mean for p in parts if not math.isnan(p.inflight_mean))
+    h.cpu_cores = sum(p.cpu_cores for p in parts if not math.isnan(p.cpu_cores))
     h.reasons = [f"client process {i}: {why}" for i, p in enumerate(parts) for why in p.reasons]
     h.bottleneck = any(p.bottleneck for p in parts)
     h.lag_samples = sorted(s for p in parts for s in p.lag_samples)

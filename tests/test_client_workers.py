@@ -93,6 +93,7 @@ def test_the_fixed_workload_runs_its_point_over_workers(scripted_server: str) ->
     assert Counter(k for k in log if k.startswith("fm")) == Counter(ids)
     assert all(log[r.request_id]["received"] > r.send_ts for r in phase.records)
     assert abs(phase.health.inflight_mean - 8) < 1.6, phase.health.inflight_mean
+    assert phase.health.cpu_cores >= phase.health.cpu_share > 0  # two processes' CPU, summed
     assert phase.start_ts == min(r.send_ts for r in phase.records)
     assert phase.end_ts == max(r.end_ts for r in phase.records)
 
