@@ -4,8 +4,11 @@ Hub dataset id or a local copy's directory, docs/corpus.md)."""
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from pathlib import Path
+
+_HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")  # owner/name, as scenario.dataset.id
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +61,23 @@ def _corpus_stats(source: str, a: argparse.Namespace) -> str:
                       f"{acc.sessions} traces streamed in {dt:.1f} s"])
 
 
+def _one_corpus(source: str, a: argparse.Namespace) -> str:
+    """A corpus's statistics; a bad source is one line (the CLI's rule for bad arguments)."""
+    from harness.config.errors import ConfigError
+    from harness.workloads.traces import TraceError
+
+    path = Path(source)
+    if not path.exists() and (path.is_absolute() or not _HUB_ID.match(source)):
+        raise TraceError(source, "whole file", "(path)", "no such file",
+                         "give a trace file, a dataset directory (traces.jsonl or Parquet) or "
+                         "a Hub dataset id (owner/name)")
+    try:
+        return _corpus_stats(source, a)
+    except ConfigError as e:
+        problem = f"no such file, and {e.problem}" if path.is_dir() else e.problem
+        raise TraceError(source, "dataset", e.key, problem, e.fix) from None
+
+
 def traces_command(argv: list[str]) -> int:
     from harness.workloads.traces import load_traces
     from harness.workloads.traces.stats import format_stats, trace_stats
@@ -67,5 +87,5 @@ def traces_command(argv: list[str]) -> int:
         if Path(source).is_file() and Path(source).suffix != ".parquet":
             print(format_stats(trace_stats(load_traces(source, a.format)), source))
         else:
-            print(_corpus_stats(source, a))
+            print(_one_corpus(source, a))
     return 0

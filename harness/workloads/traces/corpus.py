@@ -92,7 +92,9 @@ def _split_files(base: Path, split: str) -> list[Path]:
     jsonl = base / "traces.jsonl"
     if jsonl.is_file():  # the corpus's own layout: the card maps traces.jsonl to "train"
         return [jsonl] if split == "train" else []
-    parquet = sorted(p for p in base.rglob("*.parquet") if p.is_file())
+    # the Hub's layouts go at most three deep (default/train/0000.parquet): never a deep walk
+    parquet = sorted(p for pat in ("*.parquet", "*/*.parquet", "*/*/*.parquet")
+                     for p in base.glob(pat) if p.is_file())
     named = [p for p in parquet if any(part == split or part.startswith((f"{split}-",
                                                                           f"{split}."))
                                        for part in p.relative_to(base).parts)]
