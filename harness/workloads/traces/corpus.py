@@ -38,7 +38,6 @@ from harness.workloads.traces.weka import parse_trace
 # minimaxm3 and kimik3; the 256k-capped one for every other model.
 AGENTX_CORPUS = "semianalysisai/cc-traces-weka-062126"
 AGENTX_CORPUS_256K = "semianalysisai/cc-traces-weka-062126-256k"
-AGENTX_ENTRIES = 393
 _FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 PARQUET_ROWS_PER_BATCH = 8  # a Parquet row group's rows are decoded this many at a time
@@ -84,8 +83,9 @@ def _snapshot(cfg: DatasetConfig, where: str) -> Path:
                           f"{'@' + cfg.revision if cfg.revision else ''} is {state}: "
                           f"{str(e).splitlines()[0][:200]}",
                           f"on a connected machine run `hf download --repo-type dataset "
-                          f"{cfg.id}` (or the harness once without the offline variables), or "
-                          "point scenario.dataset.local_dir at a copy") from None
+                          f"{cfg.id}` (`hf auth login` first for a gated one), or run the "
+                          "harness there without the offline variables, or point "
+                          "scenario.dataset.local_dir at a copy") from None
 
 
 def _split_files(base: Path, split: str) -> list[Path]:
