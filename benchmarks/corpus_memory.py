@@ -17,6 +17,9 @@ Last line: `corpus_memory rows=N gb=X peak_rss_mb=Y rows_per_s=Z` (the streaming
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import gc
 import json
 import os
 import random
@@ -87,6 +90,10 @@ def _peak_mb() -> float:
 
 
 def _rss_mb() -> float:
+    """Resident memory now, after freed heap memory is handed back (what is actually held)."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
     return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
@@ -110,7 +117,7 @@ def measure(phase: str, d: Path, keep: int) -> dict:
         rows, ids = len(traces), sum(len(r.hash_ids) for t in traces for r in t.requests())
     else:  # keep_plain: the same rows without shared hash-id objects
         src = resolve(DatasetConfig(local_dir=str(d)), d, "b")
-        traces = list(select(iter_traces(src, intern=False), keep))
+        traces = list(select(iter_traces(src), keep))
         rows, ids = len(traces), sum(len(r.hash_ids) for t in traces for r in t.requests())
     dt = time.perf_counter() - t0
     return {"phase": phase, "rows": rows, "count": ids, "s": dt, "rss_mb_before": before,

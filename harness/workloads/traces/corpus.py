@@ -30,7 +30,7 @@ import orjson
 
 from harness.config.errors import ConfigError
 from harness.config.schema import DatasetConfig
-from harness.workloads.traces.corpus_rows import check_row, intern_hash_ids, normalise
+from harness.workloads.traces.corpus_rows import check_row, normalise
 from harness.workloads.traces.model import Trace, TraceError
 from harness.workloads.traces.weka import parse_trace
 
@@ -189,7 +189,7 @@ def _row_object(row: dict[str, Any], src: CorpusSource, where: str) -> dict[str,
     return normalise(row, src.label, where)
 
 
-def iter_traces(src: CorpusSource, strict: bool = True, intern: bool = False) -> Iterator[Trace]:
+def iter_traces(src: CorpusSource, strict: bool = True) -> Iterator[Trace]:
     """Every row validated and parsed, in dataset order; duplicate ids are errors (AIPerf)."""
     seen: set[str] = set()
     for i, row in enumerate(stream_rows(src)):
@@ -204,12 +204,21 @@ def iter_traces(src: CorpusSource, strict: bool = True, intern: bool = False) ->
             raise TraceError(src.label, f"{where}, trace {tid}", "id", "duplicate trace id",
                              "give every trace (row) its own id")
         seen.add(str(tid))
-        if intern:
-            intern_hash_ids(obj)
         trace = parse_trace(obj, src.label, where)
         trace.meta = {**trace.meta, "dataset": src.label, "dataset_revision": src.revision,
                       "row": i}
         yield trace
+
+
+def share_hash_ids(trace: Trace) -> Trace:
+    """One int object per distinct hash id of a kept trace, shared by every request that lists
+    it: turns resend their prefix's ids, so a held corpus costs ~11 bytes per listed id instead
+    of ~39 (an int object each; benchmarks/corpus_memory.py)."""
+    pool: dict[int, int] = {}
+    for r in trace.requests():
+        # map over a C method: no bytecode per id (parse_trace checked they are integers)
+        r.hash_ids = list(map(pool.setdefault, r.hash_ids, r.hash_ids))
+    return trace
 
 
 def peak_context(trace: Trace) -> int:
@@ -236,10 +245,10 @@ def load_corpus(cfg: DatasetConfig, root: Path, where: str) -> list[Trace]:
     as AIPerf preflights the whole corpus before it selects; only the selection is kept."""
     src = resolve(cfg, root, where)
     traces: list[Trace] = []
-    for tr in iter_traces(src, cfg.strict, intern=True):
+    for tr in iter_traces(src, cfg.strict):
         full = bool(cfg.max_entries) and len(traces) >= cfg.max_entries
         if not full and not (cfg.max_context_tokens and peak_context(tr) > cfg.max_context_tokens):
-            traces.append(tr)
+            traces.append(share_hash_ids(tr))
     if not traces and cfg.max_context_tokens:
         raise ConfigError(where, "scenario.dataset.max_context_tokens",
                           f"no trace of {src.label} fits within {cfg.max_context_tokens} tokens",

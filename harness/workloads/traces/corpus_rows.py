@@ -12,7 +12,6 @@ Numbers and hash ids are `parse_trace`'s to check (harness/workloads/traces/weka
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import orjson
@@ -125,25 +124,3 @@ def check_row(obj: dict[str, Any], path: str, where: str) -> None:
     if isinstance(reqs, list):
         for i, r in enumerate(reqs):
             _check_request(r, path, f"{where}, requests[{i}]", False)
-
-
-def intern_hash_ids(obj: dict[str, Any]) -> None:
-    """One int object per distinct hash id of a trace, shared by every request that lists it:
-    turns of a session repeat their prefix's ids, so a parsed corpus keeps 8 bytes per listed
-    id instead of ~36 (an int object each)."""
-    pool: dict[int, int] = {}
-    stack = [obj.get("requests")]
-    while stack:
-        items = stack.pop()
-        if not isinstance(items, list):
-            continue
-        for r in items:
-            if not isinstance(r, dict):
-                continue
-            ids = r.get("hash_ids")
-            if isinstance(ids, list):
-                # map over a C method: no bytecode per id (~10x a comprehension); an
-                # unhashable id is left for parse_trace to name
-                with contextlib.suppress(TypeError):
-                    r["hash_ids"] = list(map(pool.setdefault, ids, ids))
-            stack.append(r.get("requests"))
