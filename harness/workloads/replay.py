@@ -284,9 +284,14 @@ class Replayer:
         return [_Lane(i, i % len(self.traces), self.s.warmup_requests_per_lane)
                 for i in range(self.n_lanes)]
 
-    async def _warmup_drained(self, lanes: list[_Lane]) -> None:
+    async def _warmup_drained(self, lanes: list[_Lane], tasks: list[asyncio.Task[None]]
+                              ) -> None:
         while not (self._primers_left == 0 and self._warm_inflight == 0
-                   and all(ln.quota == 0 for ln in lanes)):
+                   and all(ln.quota == 0 or t.done() for ln, t in zip(lanes, tasks,
+                                                                      strict=True))):
+            for t in tasks:
+                if t.done() and t.exception() is not None:
+                    raise t.exception()  # a lane failed: never wait on it
             await asyncio.sleep(_POLL_S)
 
     def _handoff(self) -> float:
@@ -324,7 +329,7 @@ class Replayer:
         tasks = [asyncio.create_task(self._lane(ln, tr, en))
                  for ln, tr, en in zip(lanes, firsts, plans_in, strict=True)]
         try:
-            await self._warmup_drained(lanes)
+            await self._warmup_drained(lanes, tasks)
             if self.on_measured_start is not None:
                 self.on_measured_start()
             start_wall = time.time()
