@@ -1,8 +1,10 @@
 """The trace model every loader produces: sessions of requests, with nested sub-agents.
 
-Times are seconds. A request's `t` is relative to the start of its parent (the trace, or the
-sub-agent it belongs to); `think` is the client's gap between the end of the previous request
-of the same parent and this one's start (end-to-start, as AgentX replays it).
+Times are seconds, as recorded. A request's `t` counts from the trace's start; a sub-agent's
+requests may count from the sub-agent's own start instead (legacy captures; the replay plan
+tells them apart, harness.workloads.replay_plan). `think` is the recorded `think_time`: in the
+current AgentX corpus the gap after the previous request of the whole tree, not of the same
+stream, so the replay paces from `t` and `api_time` by default (docs/replay.md, "Pacing").
 """
 
 from __future__ import annotations
