@@ -11,7 +11,8 @@ failure names the target), and no API key in any stored error text (servers echo
 Workloads decide what to send when (`harness.workloads.closed_loop`, `.replay`).
 
 The client measures whether it was the bottleneck: a lag probe (how late a 5 ms sleep wakes up),
-the process CPU share over the phase, and the time-weighted number of requests in flight.
+the process CPU share over the phase, the time-weighted number of requests in flight, and each
+request's queue delay (issue to body on the socket); harness.client_health judges them.
 """
 
 from __future__ import annotations
