@@ -26,6 +26,7 @@ import asyncio
 import math
 import resource
 import time
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,13 +57,15 @@ class Lane:
     chain: list[TraceRequest] = field(default_factory=list)
 
     def grow(self, tokens: int, out: int) -> TraceRequest:
-        prev = self.chain[-1].hash_ids if self.chain else []
+        # Hash ids as array('q'): a sequence like the loaders' lists, but compact (8 bytes an
+        # id, no int objects) and nothing for the garbage collector to walk.
+        prev = self.chain[-1].hash_ids if self.chain else array("q")
         n = tokens // BLOCK
-        ids = prev[:n] + list(range(len(prev), n)) if n > len(prev) else prev[:n]
+        ids = prev[:n] + array("q", range(len(prev), n)) if n > len(prev) else prev[:n]
         r = TraceRequest(t=float(len(self.chain)), in_tokens=tokens, out_tokens=out,
                          hash_ids=ids)
         if len(self.chain) >= 2:
-            self.chain[-2].hash_ids = []  # never read again: its structure is cached
+            self.chain[-2].hash_ids = array("q")  # never read again: its state is kept
         self.chain.append(r)
         return r
 
@@ -95,6 +98,7 @@ class Phase:
     tokens: int = 0
     bytes: int = 0
     build_cpu: float = 0.0
+    build_max: float = 0.0  # the longest body build, wall (it holds the event loop)
     delays: list[float] = field(default_factory=list)  # due -> body on the socket
     issue: list[float] = field(default_factory=list)  # due -> the client starts the request
     lags: list[float] = field(default_factory=list)  # event-loop lateness (lag probe)
@@ -120,9 +124,10 @@ async def _sleep_until(t: float) -> None:
 
 async def _turn(client: StreamingClient, bodies: AgenticBodies, lane: Lane, r: TraceRequest,
                 due: float, phase: Phase) -> float:
-    c0 = time.thread_time()
+    c0, w0 = time.thread_time(), time.perf_counter()
     spec = bodies.spec(r, lane.ctx, max_tokens=1)
     phase.build_cpu += time.thread_time() - c0
+    phase.build_max = max(phase.build_max, time.perf_counter() - w0)
     rec = await client.send(spec)
     phase.turns += 1
     phase.tokens += r.in_tokens
@@ -210,7 +215,7 @@ def report(p: Phase) -> dict[str, float]:
           f"ms per 100k); due->send p50 {row['delay_p50_ms']:.2f} ms, p99 "
           f"{row['delay_p99_ms']:.2f} ms, max {row['delay_max_ms']:.1f} ms (due->issue p99 "
           f"{row['issue_p99_ms']:.2f} ms; loop lag p99 {row['lag_p99_ms']:.2f} ms); errors "
-          f"{p.errors} {p.error_text[:200]}")
+          f"{p.errors} {p.error_text[:200]}; longest build {p.build_max * 1e3:.1f} ms")
     return row
 
 
