@@ -15,16 +15,25 @@ the client falls back to stamping at read time (`stamps_for` returns None).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import streams
 
 _REGISTERED: dict[int, list[tuple[float, int]]] = {}
+# Push mode: a response body whose every received chunk goes straight to a sink with its
+# arrival time, never buffered in the StreamReader (no reader wake-up per chunk).
+_SINKS: dict[int, Callable[[bytes, float], None]] = {}
 _original_feed_data = streams.StreamReader.feed_data
 _installed = False
 
 
 def _feed_data(self: Any, data: bytes, size: int = 0) -> bool:
+    sink = _SINKS.get(id(self))
+    if sink is not None:
+        if data:
+            sink(data, time.perf_counter())
+        return False
     pieces = _REGISTERED.get(id(self))
     if pieces is not None and data:
         pieces.append((time.perf_counter(), len(data)))
@@ -45,6 +54,16 @@ def register(reader: Any) -> list[tuple[float, int]]:
 
 def unregister(reader: Any) -> None:
     _REGISTERED.pop(id(reader), None)
+
+
+def push(reader: Any, sink: Callable[[bytes, float], None]) -> None:
+    """From now on every chunk received for `reader` goes to sink(data, arrival time) instead
+    of its buffer (read what is already buffered first). The sink must not raise."""
+    _SINKS[id(reader)] = sink
+
+
+def unpush(reader: Any) -> None:
+    _SINKS.pop(id(reader), None)
 
 
 def pieces_for(buf: bytes, pieces: list[tuple[float, int]]) -> list[tuple[float, bytes]] | None:

@@ -188,31 +188,6 @@ class StreamingClient:
             return retried.rec
         return attempt.rec
 
-    @staticmethod
-    async def _read_stream(content: Any, pieces: list[tuple[float, int]],
-                           acc: StreamAccumulator, rec: RequestRecord, keep_raw: bool) -> None:
-        """Read until EOF, stamping each received chunk with its arrival time."""
-        clock = time.perf_counter
-        feed = acc.feed
-        raw = None
-        if keep_raw:
-            rec.raw_reads = []
-            raw = rec.raw_reads.append
-        while True:
-            pieces.clear()  # nothing is fed between here and the await: it is all ours
-            buf = await content.readany()
-            if not buf:
-                break
-            split = arrival.pieces_for(buf, pieces)
-            if split is None:
-                split = [(clock(), buf)]
-            for t, part in split:
-                feed(part, t)
-                if raw is not None:
-                    raw((t, part))
-            if acc.failure:  # e.g. an oversized event: reading on would only hold memory
-                break
-
     async def _send_once(self, spec: RequestSpec) -> _Attempt:
         assert self._session is not None, "use StreamingClient as an async context manager"
         rec = RequestRecord(
@@ -246,12 +221,7 @@ class StreamingClient:
                     rec.error = refusal
                     rec.end_ts = clock()
                     return attempt
-                content = resp.content
-                pieces = arrival.register(content)
-                try:
-                    await self._read_stream(content, pieces, acc, rec, spec.keep_raw)
-                finally:
-                    arrival.unregister(content)
+                await _push_stream(resp.content, acc, rec, spec.keep_raw)
             acc.finish(rec, clock())
         except TimeoutError:
             acc.finish(rec, clock())
@@ -313,6 +283,47 @@ async def _read_some(content: aiohttp.StreamReader, limit: int) -> bytes:
             break
         out += chunk
     return bytes(out)
+
+
+class _Abandoned(Exception):
+    """Ends the wait for a stream the accumulator gave up on (an oversized event)."""
+
+
+async def _push_stream(content: aiohttp.StreamReader, acc: StreamAccumulator,
+                       rec: RequestRecord, keep_raw: bool) -> None:
+    """Feed every received chunk of the body to the accumulator as aiohttp hands it over,
+    stamped then (harness.arrival's push mode), until EOF. No reader wake-up, read or split
+    per chunk: about half the per-chunk cost of reading the body through the StreamReader.
+    Runs inside aiohttp's protocol callback, so nothing in the sink may raise."""
+    raw = None
+    if keep_raw:
+        rec.raw_reads = []
+        raw = rec.raw_reads.append
+    feed = acc.feed
+
+    def sink(data: bytes, t: float) -> None:
+        if acc.failure:  # given up: the rest is dropped, the connection closed on exit
+            return
+        try:
+            feed(data, t)
+        except Exception as exc:  # a bug here must fail the request, not aiohttp's protocol
+            acc.failure = f"client error: {type(exc).__name__}: {exc}"[:500]
+        if raw is not None:
+            raw((t, data))
+        if acc.failure:
+            content.set_exception(_Abandoned())
+
+    early = content.read_nowait()  # what came with the headers, before the sink was in place
+    if early:
+        sink(early, time.perf_counter())
+    arrival.push(content, sink)
+    try:
+        if not acc.failure and not content.is_eof():
+            await content.wait_eof()
+    except _Abandoned:
+        pass
+    finally:
+        arrival.unpush(content)
 
 
 @dataclass(slots=True)
