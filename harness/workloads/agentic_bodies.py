@@ -222,13 +222,13 @@ class AgenticBodies:
         if first_user(segs) < 0:
             digest, marker, marker_tokens = "", b"", 0
         covered = covered_blocks(r, bs)
-        ids, text = r.hash_ids, self.table.text
+        ids = r.hash_ids
 
-        def blocks_of(start: int, end: int) -> list[bytes]:
-            return [text(picks[start * bs:end * bs])] if end > start else []
+        def blocks_of(start: int, end: int) -> list[np.ndarray]:
+            return [picks[start * bs:end * bs]] if end > start else []
 
-        tail = text(self.table.tail(key, (ctx.path, self._stream(ctx).find(r), r.t),
-                                    r.in_tokens - covered * bs))
+        tail = self.table.tail(key, (ctx.path, self._stream(ctx).find(r), r.t),
+                               r.in_tokens - covered * bs)
         out = r.out_tokens if max_tokens is None else max_tokens
         if self.template is not None:
             chunks = chat_chunks(self._head, segs, blocks_of, marker, tail, out)
@@ -245,7 +245,8 @@ class AgenticBodies:
         return RequestSpec(
             request_id=f"{ctx.session}/{ctx.path or 'main'}/{ctx.turn}/{self._n}",
             path="/v1/chat/completions" if self.template is not None else "/v1/completions",
-            body=b"".join(chunks), expected_prompt_tokens=expected,
+            body=self.table.assemble(chunks),  # type: ignore[arg-type]  # bytearray: sent as is
+            expected_prompt_tokens=expected,
             max_tokens=out, phase=ctx.phase, tags=tags)
 
 

@@ -76,6 +76,25 @@ class TokenTable:
         flat = self._fixed[picks].tobytes()
         return flat if self.uniform else flat.replace(b"\x00", b"")
 
+    def assemble(self, parts: list[bytes | np.ndarray]) -> bytes | bytearray:
+        """One body from bytes and runs of word indices, in order. With fixed-width words the
+        words are gathered straight into the body (one pass over it, no joined copies)."""
+        if not self.uniform:
+            return b"".join(p if isinstance(p, bytes) else self.text(p) for p in parts)
+        w = self.width
+        total = sum(len(p) if isinstance(p, bytes) else p.size * w for p in parts)
+        body = bytearray(total)
+        at = 0
+        for p in parts:
+            if isinstance(p, bytes):
+                body[at:at + len(p)] = p
+                at += len(p)
+            elif p.size:
+                out = np.frombuffer(body, dtype=self._fixed.dtype, count=p.size, offset=at)
+                np.take(self._fixed, p, out=out, mode="clip")  # clip: unbuffered, ids valid
+                at += p.size * w
+        return body
+
     def tail(self, key: int, label: object, n: int) -> np.ndarray:
         """n word indices of their own (a partial block, or blocks a trace did not list):
         keyed by `label`, never equal to a hash block's."""

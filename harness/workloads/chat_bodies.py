@@ -152,12 +152,13 @@ def body_head(base: dict[str, Any]) -> bytes:
     return orjson.dumps(base)[:-1] + b","
 
 
-BlocksOf = Callable[[int, int], list[bytes]]  # (start, end) -> block bytes of the request
+# (start, end) -> the request's blocks there: bytes, or word indices the body gathers
+BlocksOf = Callable[[int, int], list[Any]]
 
 
 def chat_chunks(head: bytes, segs: Sequence[Segment], blocks_of: BlocksOf, marker: bytes,
-                tail: bytes, max_tokens: int) -> list[bytes]:
-    """The pieces of a chat request body, in order; b"".join them once to send."""
+                tail: Any, max_tokens: int) -> list[Any]:
+    """The pieces of a chat request body, in order (bytes, or what blocks_of gives)."""
     out = [head, b'"messages":[']
     at = first_user(segs) if marker else -1
     last = len(segs) - 1
@@ -167,7 +168,7 @@ def chat_chunks(head: bytes, segs: Sequence[Segment], blocks_of: BlocksOf, marke
         if i == at:
             out.append(marker)
         out.extend(blocks_of(s.start, s.end))
-        if i == last and tail:
+        if i == last and len(tail):
             out.append(tail)
     out.append(b'"}],"max_tokens":%d}' % max_tokens if segs
                else b'],"max_tokens":%d}' % max_tokens)
@@ -175,7 +176,7 @@ def chat_chunks(head: bytes, segs: Sequence[Segment], blocks_of: BlocksOf, marke
 
 
 def completion_chunks(head: bytes, segs: Sequence[Segment], blocks_of: BlocksOf,
-                      marker: bytes, tail: bytes, max_tokens: int) -> list[bytes]:
+                      marker: bytes, tail: Any, max_tokens: int) -> list[Any]:
     """A completions body: the same blocks in one prompt, the marker where the first user
     message would start."""
     out = [head, b'"prompt":"']
@@ -184,7 +185,7 @@ def completion_chunks(head: bytes, segs: Sequence[Segment], blocks_of: BlocksOf,
         if i == at:
             out.append(marker)
         out.extend(blocks_of(s.start, s.end))
-    if tail:
+    if len(tail):
         out.append(tail)
     out.append(b'","max_tokens":%d}' % max_tokens)
     return out
