@@ -196,3 +196,24 @@ def test_stream_interval_that_is_not_a_count_is_refused() -> None:
         _adapter([*SGLANG_FP4_B200_TP4_MTP3, "engine.extra_args=['--stream-interval',many]"])
     with pytest.raises(ConfigError, match="stream_interval"):
         _adapter([*TRT_FP4_B200_DEP8_MTP3, "+engine.extra_options.stream_interval=0"])
+
+
+def test_a_point_records_the_engines_stream_interval(tmp_path) -> None:
+    """ITL is per chunk: the point says how many tokens a chunk may carry."""
+    from harness.metrics import GpuCount
+    from harness.point import JobContext
+    from harness.results import RunDir
+    from harness.runner import plan_points, run_point
+    from harness.validity import settings_for
+    from tests.test_runner_loop import FakeSession, SyntheticWorkload, _record
+
+    for extra, want in (([], 1), (["engine.extra_args=['--stream-interval','10']"], 10)):
+        sc = compose_sweep(["engine=endpoint", "engine.url=http://127.0.0.1:9", "run_id=unit",
+                            "concurrency=[1]", *extra])
+        wl = SyntheticWorkload([_record(i) for i in range(10)])
+        adapter = make_adapter(sc, hints=wl.hints())
+        ctx = JobContext(sc, "unit", "job0", adapter, wl, 1, "rev", settings_for(sc),
+                         GpuCount(1))
+        run = RunDir.open(tmp_path / str(want), "unit")
+        rec = run_point(ctx, FakeSession(), plan_points(sc)[0], run)
+        assert adapter.stream_interval == rec.metrics["stream_interval"] == want
