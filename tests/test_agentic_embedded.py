@@ -34,16 +34,18 @@ def test_replay_structure_on_the_real_engine(agentic_run) -> None:
         assert_valid_unless_the_client_flagged_itself(p)
         assert p["scenario_kind"] == "agentic" and p["fit"] == "scale/64"
         df = frame(pd.read_parquet(agentic_run / "requests" / f"{p['point_id']}.parquet"))
-        # each lane warmed with the turn before its start point, then two one-token probes
-        assert (df["phase"] == "warmup").sum() == p["conc"]
+        # every stream alive at a lane's t* sent its turn before t* (one token at least per
+        # lane), then each lane advanced by exactly two one-token requests (docs/replay.md)
+        assert (df["phase"] == "warmup").sum() >= p["conc"]
         assert (df["phase"] == "probe").sum() == 2 * p["conc"]
         seen = check_structure(df, {t.id: t for t in traces}, tree_cap=5.0, idle_cap=2.0)
-        # enough to mean something on a slow CI runner too (it saw 8 at c=1 in 15 s there)
-        assert seen["requests"] >= 6 and seen["gaps"] >= 1, seen
+        # enough to mean something on a slow or busy runner too: the primer, the two warmup
+        # requests and a measured one at least (a loaded 2-core machine saw 5 at c=1 in 20 s)
+        assert seen["requests"] >= 4, seen
         assert p["num_prompt_mismatch"] == 0 and p["num_context_overflow"] == 0
         assert 0 < p["theoretical_hit_rate"] <= 1 and 0 < p["server_hit_rate"] <= 1
         assert p["qps"] > 0 and p["p90_e2e_intvty"] > 0
-        assert p["duration_s"] >= 20
+        assert p["duration_s"] >= 16  # first kept send to last kept end (AgentX's window)
 
 
 def _hit_rate(tmp_path, trace: str) -> dict:
@@ -54,9 +56,12 @@ def _hit_rate(tmp_path, trace: str) -> dict:
     return read_points(tmp_path / trace)[0]
 
 
-def test_server_cache_hits_move_with_the_trace_structure(tmp_path) -> None:
-    low = _hit_rate(tmp_path, "trace_0026.json")  # 0.62 theoretical over its listing
-    high = _hit_rate(tmp_path, "trace_0277.json")  # 0.87
-    assert high["theoretical_hit_rate"] > low["theoretical_hit_rate"]
-    assert high["server_hit_rate"] > low["server_hit_rate"]
-    assert high["server_metrics_hit_rate"] > low["server_metrics_hit_rate"]
+def test_server_cache_hits_follow_the_replayed_structure(tmp_path) -> None:
+    # Each lane starts at t* with its streams primed and advanced (docs/replay.md), so what a
+    # point measures is not the trace's whole listing: compare the server with an infinite
+    # cache over the very blocks replayed. Measured here: 0.89/0.86 (trace_0026) and
+    # 0.92/0.91 (trace_0277), theoretical/server.
+    for trace in ("trace_0026.json", "trace_0277.json"):
+        p = _hit_rate(tmp_path, trace)
+        assert 0.5 < p["server_hit_rate"] <= 1 and 0.5 < p["server_metrics_hit_rate"] <= 1
+        assert abs(p["server_hit_rate"] - p["theoretical_hit_rate"]) <= 0.08, (trace, p)
