@@ -64,7 +64,8 @@ def test_start_point_is_seeded_per_trace_and_leaves_a_turn():
 
 @pytest.mark.parametrize(("key", "value"), [("join_rule", "latest"), ("pacing", "fast"),
                                             ("primer_start", "now"),
-                                            ("measured_window", "all")])
+                                            ("measured_window", "all"),
+                                            ("cache_bust", "salted")])
 def test_bad_scheduler_settings_name_their_key(key, value):
     scen = ScenarioConfig(name="a", kind="agentic", **{key: value})
     with pytest.raises(ConfigError, match=f"scenario.{key}"):

@@ -19,7 +19,7 @@ from harness.engines import prometheus
 from harness.engines.sampler import Sampled
 from harness.records import PHASE_MEASURED
 from harness.validity import Rule, ValiditySettings
-from harness.workloads.agentic_bodies import AgenticBodies, replayed_hit_rates
+from harness.workloads.agentic_bodies import CACHE_BUST_MODES, AgenticBodies, replayed_hit_rates
 from harness.workloads.agentx_facts import agentx_facts
 from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
@@ -46,6 +46,9 @@ def load_fitted(scen: ScenarioConfig, root: Path, where: str) -> tuple[list[Trac
 
 def replay_settings(scen: ScenarioConfig, where: str) -> ReplaySettings:
     """The scheduler's settings (docs/replay.md), or a ConfigError naming the bad one."""
+    if scen.cache_bust not in CACHE_BUST_MODES:  # the bodies' setting, refused as early
+        raise ConfigError(where, "scenario.cache_bust", f"unknown cache bust {scen.cache_bust!r}",
+                          f"use one of {', '.join(CACHE_BUST_MODES)} (docs/settings.md)")
     try:
         return ReplaySettings(
             duration_s=scen.duration_s, idle_cap_s=scen.idle_cap_s, tree_cap_s=scen.tree_cap_s,
@@ -136,7 +139,8 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
 
     async def go() -> tuple[Any, Any]:
         async with StreamingClient(settings) as client:
-            bodies = AgenticBodies(w.prompts, w.body, w.overhead, rs.api)
+            bodies = AgenticBodies(w.prompts, w.body, w.overhead, rs.api,
+                                   cache_bust=scen.cache_bust)
             replayer = Replayer(client, w.traces, level.concurrency, rs, bodies,
                                 level.seed + level.repeat, on_done, salt_prefix=level.point_id)
             probe = client.health_probe()
