@@ -33,7 +33,7 @@ import orjson
 from aiohttp import web
 
 from harness.testing.spawn import serve_forever
-from harness.testing.token_count import PromptCounter, content_text
+from harness.testing.token_count import PromptCounter
 
 
 @dataclass
@@ -114,8 +114,7 @@ class ScriptedServer:
         if "prompt_tokens" in script:
             prompt_tokens = int(script["prompt_tokens"])
         elif chat:
-            prompt_tokens = sum(self._count(content_text(m.get("content")))
-                                for m in body["messages"])
+            prompt_tokens = self._count.chat(body["messages"])
         else:
             prompt = body.get("prompt", "")
             prompt_tokens = len(prompt) if isinstance(prompt, list) else self._count(prompt)
