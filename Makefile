@@ -22,14 +22,16 @@ RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 
 # The default fixed-sequence sweep, then the same with n-gram speculation at real acceptance (a
 # second series beside it; concurrency 8 left out to keep make run under ten minutes); then
-# agentic replay, plain and with an injected acceptance length through the model drafting for
-# itself (one merged agentic curve; each point's method, k and ALs in its tooltip); then the
-# dashboard.
+# agentic replay, plain at 1 and 2 session trees and with injected acceptance lengths 1.4 and
+# 1.8 through the model drafting for itself (at one tree: llama.cpp's draft model slows ~20x
+# with two busy slots), one merged agentic curve with each point's method, k and ALs in its
+# tooltip; then the dashboard.
 run: $(STAMP)
 	$(BIN)/harness sweep run_id=$(RUN_ID)
 	$(BIN)/harness sweep speculator=ngram 'concurrency=[1,2,4]' run_id=$(RUN_ID)
-	$(BIN)/harness sweep -m scenarios=agentic-weka-cpu-decode speculator=none,self_draft \
-		'concurrency=[1,2]' run_id=$(RUN_ID)
+	$(BIN)/harness sweep scenarios=agentic-weka-cpu-decode 'concurrency=[1,2]' run_id=$(RUN_ID)
+	$(BIN)/harness sweep -m scenarios=agentic-weka-cpu-decode speculator=self_draft \
+		speculator.acceptance.length=1.4,1.8 'concurrency=[1]' run_id=$(RUN_ID)
 	$(BIN)/harness dashboard results/$(RUN_ID) --out dashboards/latest.html
 
 test: $(STAMP)
