@@ -44,7 +44,8 @@ class ClientHealth:
     reasons: list[str] = field(default_factory=list)
     # Every probe wake-up as (perf_counter when it woke, how late in ms): for time series of
     # the client's own lag. Not in fields(): a point records summaries, not samples.
-    lag_samples: list[tuple[float, float]] = field(default_factory=list)
+    # Every probe wake-up (perf_counter time, lag ms): thousands a minute, so kept out of repr.
+    lag_samples: list[tuple[float, float]] = field(default_factory=list, repr=False)
 
     def fields(self) -> dict[str, object]:
         """What the point records of the client's health (keys in harness/catalogue)."""
