@@ -43,8 +43,8 @@ class ClientHealth:
     bottleneck: bool = False
     reasons: list[str] = field(default_factory=list)
     # Every probe wake-up as (perf_counter when it woke, how late in ms): for time series of
-    # the client's own lag. Not in fields(): a point records summaries, not samples.
-    # Every probe wake-up (perf_counter time, lag ms): thousands a minute, so kept out of repr.
+    # the client's own lag. Not in fields() nor repr: a point records summaries, and there are
+    # thousands a minute.
     lag_samples: list[tuple[float, float]] = field(default_factory=list, repr=False)
 
     def fields(self) -> dict[str, object]:
