@@ -18,6 +18,10 @@ _LAG_PROBE_S = 0.005
 # How late the probe's timer wakes on an idle loop (p50 0.13 ms on uvloop, 0.17 ms on asyncio
 # here): timer granularity, not an error any chunk suffers.
 _IDLE_LAG_MS = 0.25
+# Timers time out in whole milliseconds (libuv's uv_timer, epoll_wait's timeout), so an idle
+# loop's wake-ups spread over about a millisecond either side of due: lateness up to this is
+# the timer's resolution, seen while the loop sat in its poll ready for any chunk.
+_TIMER_RESOLUTION_MS = 1.0
 
 
 @dataclass(slots=True)
@@ -227,7 +231,9 @@ def stamp_error_quantile(lags_ms: np.ndarray, wall_ms: float, q: float) -> float
     # itself, so an idle loop's jitter stays negligible. Measured against the server's writes
     # on a descheduled client (c16-c128, one event per write) the bare lateness said 5.2-54 ms
     # where 6.8-60 ms were measured.
-    excess = late + np.minimum(late, _LAG_PROBE_S * 500.0)
+    # Lateness within the timer's resolution is the poll's rounding, not a stop: no extension.
+    excess = late + np.minimum(np.clip(late - _TIMER_RESOLUTION_MS, 0.0, None),
+                               _LAG_PROBE_S * 500.0)
     target = (1.0 - q) * wall_ms
 
     def time_above(x: float) -> float:
