@@ -25,6 +25,8 @@ def _dashboard(argv: list[str]) -> int:
     p.add_argument("--no-point-pages", action="store_true",
                    help="skip the page per point (<out stem>_points/ beside the dashboard)")
     a = p.parse_args(argv)
+    if a.out.parent.exists() and not a.out.parent.is_dir():  # name --out, not a page under it
+        raise NotADirectoryError(20, "Not a directory", str(a.out))
     path = write_dashboard(a.runs, a.out, a.title, point_pages=not a.no_point_pages)
     print(f"dashboard: {path}")
     if not a.no_point_pages:
