@@ -122,3 +122,23 @@ def test_every_emitted_metric_key_is_in_the_catalogue() -> None:
             if k.startswith(("mean_", "median_", "std_", "p9", "num_")) and isinstance(
                     v, int | float) and not isinstance(v, bool):
                 assert k in CATALOGUE, k
+
+
+def test_scenario_fields_added_later_keep_old_fixed_point_ids() -> None:
+    """The agentic replay's and the corpus's scenario fields (added after schema 2) leave a
+    fixed-sequence point's scenario hash as it was, so its baselines and resumable runs stay
+    comparable; an agentic scenario's hash does change (its replay did)."""
+    import dataclasses
+
+    import orjson
+
+    from harness.config.compose import compose_sweep
+    from harness.identity import scenario_settings_hash
+    from harness.testing.self_gate import BASELINE, SWEEP_ARGS
+
+    sc = compose_sweep(["engine=endpoint", "engine.url=http://127.0.0.1:1", *SWEEP_ARGS])
+    recorded = {orjson.loads(line)["scenario_settings"]
+                for line in (BASELINE / "points.jsonl").read_text().splitlines()}
+    assert recorded == {scenario_settings_hash(sc)}
+    moved = dataclasses.replace(sc, scenario=dataclasses.replace(sc.scenario, join_rule="x"))
+    assert scenario_settings_hash(moved) != scenario_settings_hash(sc)  # set: in the hash
