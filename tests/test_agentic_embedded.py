@@ -43,25 +43,13 @@ def test_replay_structure_on_the_real_engine(agentic_run) -> None:
         # requests and a measured one at least (a loaded 2-core machine saw 5 at c=1 in 20 s)
         assert seen["requests"] >= 4, seen
         assert p["num_prompt_mismatch"] == 0 and p["num_context_overflow"] == 0
-        assert 0 < p["theoretical_hit_rate"] <= 1 and 0 < p["server_hit_rate"] <= 1
+        # The server's prefix cache against an infinite cache over the very blocks replayed
+        # (lanes start at t*, so not the trace's whole listing): close with one lane (within
+        # 5 points in tests/test_agentic_bodies_llamacpp.py), never above it; with more lanes
+        # llama.cpp's finite per-slot cache falls behind (c4 here: 0.77 against 0.94).
+        assert 0.5 < p["server_hit_rate"] <= 1 and 0.5 < p["server_metrics_hit_rate"] <= 1
+        assert p["server_hit_rate"] <= p["theoretical_hit_rate"] + 0.03, p
+        if p["conc"] == 1:
+            assert p["server_hit_rate"] >= p["theoretical_hit_rate"] - 0.08, p
         assert p["qps"] > 0 and p["p90_e2e_intvty"] > 0
         assert p["duration_s"] >= 16  # first kept send to last kept end (AgentX's window)
-
-
-def _hit_rate(tmp_path, trace: str) -> dict:
-    r = harness("sweep", "scenarios=agentic-weka-cpu", "concurrency=[1]",
-                f"scenario.trace_files=[{W}/{trace}]", "scenario.duration_s=15",
-                "scenario.min_measured_s=10", f"results_dir={tmp_path}", f"run_id={trace}")
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    return read_points(tmp_path / trace)[0]
-
-
-def test_server_cache_hits_follow_the_replayed_structure(tmp_path) -> None:
-    # Each lane starts at t* with its streams primed and advanced (docs/replay.md), so what a
-    # point measures is not the trace's whole listing: compare the server with an infinite
-    # cache over the very blocks replayed. Measured here: 0.89/0.86 (trace_0026) and
-    # 0.92/0.91 (trace_0277), theoretical/server.
-    for trace in ("trace_0026.json", "trace_0277.json"):
-        p = _hit_rate(tmp_path, trace)
-        assert 0.5 < p["server_hit_rate"] <= 1 and 0.5 < p["server_metrics_hit_rate"] <= 1
-        assert abs(p["server_hit_rate"] - p["theoretical_hit_rate"]) <= 0.08, (trace, p)
