@@ -15,8 +15,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from harness.config.errors import ConfigError, did_you_mean
-from harness.config.locations import CONTEXT_MARGIN
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
+from harness.config.validate_scenario import check_dataset, check_fixed
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
 # Bounds that keep a typo from building prompts for minutes before anything is measured:
@@ -301,8 +301,8 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"use one of {model.precisions} or add it to "
                           f"recipes/model/{model.name}.yaml")
     if sc_.kind == "fixed":
-        _check_fixed(sc, where)
-    _check_dataset(sc, where)
+        check_fixed(sc, where)
+    check_dataset(sc, where)
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
                           "use completions or chat")
@@ -338,66 +338,3 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("engine.url"), "engine.url",
                           "engine=endpoint needs the URL of a running server",
                           "add engine.url=http://host:port")
-
-
-_DATASET_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-
-
-def _check_dataset(sc: SweepConfig, where: Locator) -> None:
-    """A corpus by name (docs/corpus.md): a Hub id looks like owner/name, a split is named, and
-    only replay scenarios read traces."""
-    ds = sc.scenario.dataset
-    if not (ds.id or ds.local_dir):
-        return
-    if sc.scenario.kind == "fixed":
-        key = "scenario.dataset.id" if ds.id else "scenario.dataset.local_dir"
-        raise ConfigError(where(key), key,
-                          "a fixed-sequence scenario replays no traces",
-                          "drop scenario.dataset, or use kind: agentic")
-    if ds.id and not _DATASET_ID.match(ds.id):
-        raise ConfigError(where("scenario.dataset.id"), "scenario.dataset.id",
-                          f"{ds.id!r} is not a Hub dataset id (owner/name)",
-                          "e.g. scenario.dataset.id=semianalysisai/cc-traces-weka-062126-256k, "
-                          "or scenario.dataset.local_dir=PATH for a local copy")
-    if not ds.split:
-        raise ConfigError(where("scenario.dataset.split"), "scenario.dataset.split",
-                          "empty split name", "use scenario.dataset.split=train (the corpus's)")
-
-
-def _check_fixed(sc: SweepConfig, where: Locator) -> None:
-    """A fixed-sequence shape the model can serve."""
-    sc_, model = sc.scenario, sc.model
-    for key, value, options in (("scenario.prompts", sc_.prompts, ("inferencex", "filtered")),
-                                ("scenario.warmup_prompts", sc_.warmup_prompts,
-                                 ("first", "distinct"))):
-        if value not in options:
-            raise ConfigError(where(key), key, f"unknown choice {value!r}",
-                              f"use one of {', '.join(options)} (docs/settings.md)")
-    if model.chat_encoder not in ("template", "dsv4"):
-        raise ConfigError(where("model.chat_encoder"), "model.chat_encoder",
-                          f"unknown chat encoder {model.chat_encoder!r}",
-                          "use template (the tokenizer's chat template) or dsv4 (DeepSeek-V4's "
-                          "own encoder, InferenceX's --dsv4)")
-    if model.chat_encoder == "dsv4" and sc_.prompts == "filtered":
-        raise ConfigError(where("scenario.prompts"), "scenario.prompts",
-                          f"{model.name} renders chat turns with DeepSeek-V4's encoder, which "
-                          "only InferenceX's random prompts apply",
-                          "use scenario.prompts=inferencex (the default)")
-    if sc_.isl < 1 or sc_.osl < 1:
-        raise ConfigError(where("scenario.isl"), "scenario.isl",
-                          "fixed-sequence scenarios need isl and osl >= 1",
-                          "set scenario.isl and scenario.osl")
-    need = sc_.isl + sc_.osl + CONTEXT_MARGIN
-    if need > model.context_length:
-        raise ConfigError(
-            where("scenario.isl"), "scenario.isl",
-            f"ISL {sc_.isl} + OSL {sc_.osl} + {CONTEXT_MARGIN} margin = {need} tokens "
-            f"exceeds {model.name}'s context of {model.context_length}",
-            "pick a shorter scenario (e.g. scenarios=fixed-1k128 for small models) or a "
-            "model with a longer context",
-        )
-    if not 0 < sc_.range_ratio <= 1:
-        raise ConfigError(where("scenario.range_ratio"), "scenario.range_ratio",
-                          "range_ratio must be in (0, 1]", "InferenceX uses 0.8")
-
-
