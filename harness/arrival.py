@@ -20,6 +20,8 @@ from typing import Any
 
 from aiohttp import streams
 
+from harness.loop_passes import PASSES
+
 _REGISTERED: dict[int, list[tuple[float, int]]] = {}
 # Push mode: a response body whose every received chunk goes straight to a sink with its
 # arrival time, never buffered in the StreamReader (no reader wake-up per chunk).
@@ -32,7 +34,9 @@ def _feed_data(self: Any, data: bytes, size: int = 0) -> bool:
     sink = _SINKS.get(id(self))
     if sink is not None:
         if data:
-            sink(data, time.perf_counter())
+            t = time.perf_counter()
+            PASSES.read(t)
+            sink(data, t)
         return False
     pieces = _REGISTERED.get(id(self))
     if pieces is not None and data:

@@ -11,6 +11,9 @@ from typing import Protocol
 
 import numpy as np
 
+from harness.loop_passes import PASSES, PassMeter
+from harness.stamp_probe import StampProbe
+
 # The probe only sees stalls that cover one of its wake-ups, so a stall shorter than this can
 # go unseen (tests/test_client_accuracy.py measures the real per-chunk error instead). A 1 ms
 # probe would see more but costs CPU the 750k chunks/s target does not have.
@@ -34,6 +37,13 @@ class ClientHealth:
     # Estimated timestamp error of a chunk arriving at a random instant (see stamp_error_quantile)
     stamp_err_p99_ms: float = math.nan
     stamp_err_p999_ms: float = math.nan
+    # Measured parts of the same (stamp_error_bound): the wait until a loop pass starts, from
+    # stamps another process sent at random instants (harness.stamp_probe), and the wait
+    # behind a pass's earlier reads (harness.loop_passes); stamp_err_p99_ms is the larger of
+    # the timer's estimate and their bound
+    stamp_probe_p99_ms: float = math.nan
+    stamp_probe_samples: int = 0
+    pass_offset_p99_ms: float = math.nan
     cpu_share: float = math.nan  # process CPU seconds / wall seconds
     cpu_cores: float = math.nan  # the same over all client processes (client.workers)
     inflight_mean: float = math.nan  # time-weighted mean of requests in flight
@@ -58,6 +68,8 @@ class ClientHealth:
             "client_lag_p99_ms": self.lag_p99_ms,
             "client_lag_max_ms": self.lag_max_ms,
             "client_stamp_err_p99_ms": self.stamp_err_p99_ms,
+            "client_stamp_probe_p99_ms": self.stamp_probe_p99_ms,
+            "client_pass_offset_p99_ms": self.pass_offset_p99_ms,
             "client_cpu_share": self.cpu_share,
             "client_inflight_mean": self.inflight_mean,
             "client_queue_delay_p50_ms": self.queue_delay_p50_ms,
@@ -93,6 +105,7 @@ class HealthProbe:
         self._lags: list[float] = []
         self._woke: list[float] = []  # perf_counter of each wake-up, beside its lag
         self._task: asyncio.Task[None] | None = None
+        self._stamps = StampProbe()
         self._cpu0 = 0.0
         self._wall0 = 0.0
 
@@ -109,6 +122,8 @@ class HealthProbe:
         self._wall0 = time.perf_counter()
         self.meter.reset_inflight_area()
         self._task = asyncio.create_task(self._probe())
+        self._stamps.start()
+        PASSES.start()
 
     async def stop(self) -> ClientHealth:
         if self._task is not None:
@@ -121,6 +136,8 @@ class HealthProbe:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise
+        self._stamps.stop()
+        PASSES.stop()
         wall = max(time.perf_counter() - self._wall0, 1e-9)
         h = ClientHealth()
         h.cpu_share = h.cpu_cores = (time.process_time() - self._cpu0) / wall
@@ -133,6 +150,7 @@ class HealthProbe:
             h.lag_max_ms = float(lags_ms.max())
             h.stamp_err_p99_ms = stamp_error_quantile(lags_ms, wall * 1000.0, 0.99)
             h.stamp_err_p999_ms = stamp_error_quantile(lags_ms, wall * 1000.0, 0.999)
+        measured(h, self._stamps.errors_ms(), PASSES)
         finished = getattr(self.meter, "finished_requests", None)
         if finished is not None:
             request_figures(h, finished())
@@ -156,6 +174,33 @@ class HealthProbe:
             out.append(f"client stall of {h.lag_max_ms:.1f} ms could move p99 E2EL/TPOT by "
                        f"{100 * h.stall_share:.1f}% > {100 * self.max_stall_share:g}%")
         return out
+
+
+def measured(h: ClientHealth, probe_ms: np.ndarray, passes: PassMeter) -> None:
+    """Fold the measured parts of the stamp error into h (see stamp_error_bound)."""
+    h.stamp_probe_samples = int(probe_ms.size)
+    if probe_ms.size:
+        h.stamp_probe_p99_ms = float(np.percentile(probe_ms, 99))
+    h.pass_offset_p99_ms = passes.quantile_ms(0.99)
+    for q, name in ((0.99, "stamp_err_p99_ms"), (0.999, "stamp_err_p999_ms")):
+        bound = stamp_error_bound(probe_ms, passes, q)
+        if not math.isnan(bound):
+            setattr(h, name, float(np.nanmax([getattr(h, name), bound])))
+
+
+def stamp_error_bound(probe_ms: np.ndarray, passes: PassMeter, q: float) -> float:
+    """A bound on the q-quantile of a chunk's stamp error from the two waits it is made of.
+
+    error = (arrival -> its pass starts) + (pass start -> its read): the first part is what
+    the stamp probe measures at random instants, the second the read's offset in its pass.
+    Whatever their dependence, P(A + B > a + b) <= P(A > a) + P(B > b), so the sum of each
+    part's (1 + q) / 2 quantile bounds the q-quantile of the sum. NaN without probe samples.
+    """
+    if probe_ms.size == 0:
+        return math.nan
+    half = (1.0 + q) / 2.0
+    offset = passes.quantile_ms(half)
+    return float(np.percentile(probe_ms, 100.0 * half)) + (0.0 if math.isnan(offset) else offset)
 
 
 def request_figures(h: ClientHealth, finished: list[tuple[float, float, float, float]]) -> None:

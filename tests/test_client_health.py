@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import re
 import time
 
 import numpy as np
@@ -18,7 +20,10 @@ from harness.client_health import (
     stalled,
     stamp_error_quantile,
 )
+from harness.loop_passes import PassMeter
 from harness.records import RequestSpec
+from harness.stamp_probe import StampProbe
+from harness.testing.spawn import spawn_server
 from harness.validity import ValiditySettings, client_rules
 from harness.workloads.closed_loop import run_closed_loop
 
@@ -113,3 +118,75 @@ def test_records_carry_their_queue_delay(scripted_server: str) -> None:
     assert 0.0 <= h.queue_delay_p50_ms <= h.queue_delay_p99_ms <= h.queue_delay_max_ms < 1000
     assert h.stall_share >= 0.0
     assert {"client_queue_delay_p99_ms", "client_stall_share"} <= set(h.fields())
+
+
+def test_stamp_probe_measures_a_blocked_loop() -> None:
+    """Stamps sent by the probe's writer process at random instants, read by the loop: while
+    the loop is free they are read within a fraction of a millisecond; one sent while a
+    callback blocks the loop for 60 ms waits for it, and the samples say so. The writer
+    process is gone after stop."""
+    async def main() -> tuple[StampProbe, int]:
+        probe = StampProbe(mean_interval_s=0.001, seed=3)
+        probe.start()
+        assert probe._proc is not None
+        pid = probe._proc.pid
+        await asyncio.sleep(0.3)
+        time.sleep(0.06)  # the loop cannot run
+        await asyncio.sleep(0.2)
+        probe.stop()
+        return probe, pid
+
+    probe, pid = asyncio.run(main())
+    errs = probe.errors_ms()
+    assert probe.failure == "" and errs.size > 100
+    assert np.median(errs) < 1.0  # free most of the time
+    assert 30.0 < errs.max() < 80.0  # one sent early in the block waited for most of it
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_pass_offsets_count_the_wait_behind_a_pass() -> None:
+    """Reads handled in one loop pass wait for the ones before them: their offsets from the
+    pass's first read are counted; a read in the next pass starts from zero again."""
+    meter = PassMeter()
+
+    async def main() -> None:
+        meter.start()
+        t = time.perf_counter()
+        for dt in (0.0, 0.0005, 0.002, 0.004):  # one pass: four reads, the last 4 ms on
+            meter.read(t + dt)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        meter.read(t + 0.01)  # a new pass: offset 0
+        meter.stop()
+        meter.read(t + 0.02)  # stopped: not counted
+
+    asyncio.run(main())
+    assert meter.reads() == 5
+    assert meter.quantile_ms(0.99) == pytest.approx(4.0, abs=0.03)
+    assert meter.quantile_ms(0.5) == pytest.approx(0.52, abs=0.03)
+
+
+@pytest.mark.parametrize(("concurrency", "events"), [(64, 1), (128, 48)])
+def test_stamp_error_figure_bounds_the_measured_error(concurrency: int, events: int) -> None:
+    """Issue 10: the client's stamp-error p99 must bound its real error, measured against the
+    server's write stamps (harness.testing.fast_sse_server stamps every write with its send
+    time on the same clock), from a quiet client (one event per write) to a saturated one
+    (48 events per write, every stream every 2 ms: the loop falls behind)."""
+    tokens = 600 if events == 1 else 24_000  # ~1.2 s a stream, and longer when saturated
+    body = orjson.dumps({"prompt": "x", "max_tokens": tokens, "stream": True})
+    specs = [RequestSpec(f"r{i}", "/v1/completions", body, 1, tokens, keep_raw=i % 4 == 0)
+             for i in range(concurrency)]
+    with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", str(events),
+                      "--tick-ms", "2") as port:
+        async def go():
+            async with StreamingClient(ClientSettings(f"http://127.0.0.1:{port}")) as c:
+                return await run_closed_loop(c, specs, concurrency)
+
+        phase = run_async(go())
+    errs = np.asarray([t - float(m.group(1)) for r in phase.records
+                       for t, buf in r.raw_reads or ()
+                       for m in re.finditer(rb'"t":([0-9.]+)', buf)]) * 1000.0
+    h = phase.health
+    assert errs.size > 1000 and h.stamp_probe_samples > 100
+    assert h.stamp_err_p99_ms >= np.percentile(errs, 99), (h, np.percentile(errs, 99))

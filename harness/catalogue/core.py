@@ -100,8 +100,14 @@ _SINGLES = [
        "how late the client sent a request after its scheduled time, p99", "client"),
     _m("send_lag_max_ms", "Send lag max (timestamped replay)", "ms", NEUTRAL,
        "how late the client sent a request after its scheduled time, worst", "client"),
-    _m("client_stamp_err_p99_ms", "Client stamp error p99 (estimate)", "ms", NEUTRAL,
-       "the client's estimate of its own p99 timestamp error", "client"),
+    _m("client_stamp_err_p99_ms", "Client stamp error p99 (bound)", "ms", NEUTRAL,
+       "a bound on the client's p99 timestamp error: the stamp probe's wait plus the wait "
+       "behind a loop pass (docs/client.md), or the timer's estimate if larger", "client"),
+    _m("client_stamp_probe_p99_ms", "Client stamp probe p99", "ms", NEUTRAL,
+       "measured delay, arrival to stamp, of stamps another process sent at random instants, "
+       "p99", "client"),
+    _m("client_pass_offset_p99_ms", "Client loop-pass offset p99", "ms", NEUTRAL,
+       "how long a read waited behind the earlier reads of its event-loop pass, p99", "client"),
     _m("client_lag_p99_ms", "Client loop lag p99", "ms", NEUTRAL,
        "how late a 5 ms timer fired, p99", "client"),
     _m("client_lag_max_ms", "Client loop lag max", "ms", NEUTRAL,
