@@ -77,12 +77,13 @@ def _child(job: Callable[[Any], Any], part: Any, index: int, barrier: Any, start
         out.put((index, False, traceback.format_exc()))
 
 
-def _context() -> Any:
+def process_context() -> Any:
     """forkserver: children fork from a clean single-threaded server that imported the client
     once (plain fork would copy the parent's threads' locks: samplers, progress bars; spawn
-    pays the imports again for every phase, ~1-2 s)."""
+    pays the imports again for every phase, ~1-2 s). harness.client_pool's workers too."""
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["harness.client_workers", "harness.workloads.closed_loop"])
+    ctx.set_forkserver_preload(["harness.client_workers", "harness.workloads.closed_loop",
+                                "harness.client_pool_worker"])
     return ctx
 
 
@@ -93,7 +94,7 @@ def run_partitioned(job: Callable[[P], R], parts: Sequence[P],
 
     `job` must be a module-level function and `parts` picklable. Raises WorkerError naming the
     part whose job raised (with its traceback) or whose process died."""
-    ctx = _context()
+    ctx = process_context()
     start = ctx.Value("d", math.nan)
     barrier = ctx.Barrier(len(parts), action=functools.partial(_set_start, start))
     out = ctx.Queue()
@@ -150,8 +151,10 @@ def merge_phases(phases: Sequence[PhaseResult]) -> PhaseResult:
     return PhaseResult(records, start, end, wall, health)
 
 
-def merge_health(parts: Sequence[ClientHealth]) -> ClientHealth:
-    """Each process is judged on its own core: the worst of them is the point's client."""
+def merge_health(parts: Sequence[ClientHealth],
+                 names: Sequence[str] | None = None) -> ClientHealth:
+    """Each process is judged on its own core: the worst of them is the point's client.
+    `names` label each part's reasons (default "client process i")."""
     h = ClientHealth()
     for name in ("lag_p50_ms", "lag_p99_ms", "lag_max_ms", "stamp_err_p99_ms",
                  "stamp_err_p999_ms", "cpu_share", "queue_delay_p50_ms", "queue_delay_p99_ms",
@@ -160,7 +163,9 @@ def merge_health(parts: Sequence[ClientHealth]) -> ClientHealth:
         setattr(h, name, max(vals) if vals else math.nan)
     h.inflight_mean = sum(p.inflight_mean for p in parts if not math.isnan(p.inflight_mean))
     h.cpu_cores = sum(p.cpu_cores for p in parts if not math.isnan(p.cpu_cores))
-    h.reasons = [f"client process {i}: {why}" for i, p in enumerate(parts) for why in p.reasons]
+    labels = names or [f"client process {i}" for i in range(len(parts))]
+    h.reasons = [f"{label}: {why}" for label, p in zip(labels, parts, strict=True)
+                 for why in p.reasons]
     h.bottleneck = any(p.bottleneck for p in parts)
     h.lag_samples = sorted(s for p in parts for s in p.lag_samples)
     return h
