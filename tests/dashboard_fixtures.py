@@ -5,7 +5,6 @@ point, hostile text, and the shipped B200 rows ingested beside them."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ from harness.ingest import ingest
 from harness.records import PHASE_MEASURED, PHASE_WARMUP, RequestRecord
 from harness.results import RunDir
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 EVIL = '<img src=x onerror="window.__pwned=1">'
 B200_ROWS = Path("scenarios/reference/dsr1_b200_rows.json")
 T0 = 1000.0  # the measured window's start on the requests' clock

@@ -4,7 +4,6 @@ errors, no network, the expected traces, hover text, filters, axis choice, a scr
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -16,7 +15,6 @@ from harness.metrics import metric
 from harness.results import RunDir
 
 pytestmark = pytest.mark.slow
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 EVIL = '<img src=x onerror="window.__pwned=1">'
 
 
@@ -48,22 +46,6 @@ def page_file(tmp_path_factory):
     out = root / "d.html"
     write_dashboard([root / "ix", root / "ag"], out, "test dashboard")
     return out, root
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        if __import__("os").environ.get("HARNESS_REQUIRE_CHROMIUM"):
-            pytest.fail("HARNESS_REQUIRE_CHROMIUM is set but chromium is not installed")
-        pytest.skip("chromium is not installed (CI installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ values equal an independent recomputation; screenshots are kept under the test's
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +13,7 @@ import pytest
 
 from harness.dashboards.page import write_dashboard
 from harness.point_record import load_flat
-from tests.dashboard_fixtures import CHROMIUM, EVIL, build
+from tests.dashboard_fixtures import EVIL, build
 from tests.test_comparison import independent_at
 
 pytestmark = pytest.mark.slow
@@ -28,22 +27,6 @@ def site(tmp_path_factory):
     info["shots"] = root / "screenshots"
     info["shots"].mkdir()
     return info
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        if os.environ.get("HARNESS_REQUIRE_CHROMIUM"):
-            pytest.fail("HARNESS_REQUIRE_CHROMIUM is set but chromium is not installed")
-        pytest.skip("chromium is not installed (CI installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
