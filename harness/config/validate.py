@@ -252,9 +252,6 @@ def check_ranges(sc: SweepConfig, where: Locator) -> None:
     if sc.speculator.ngram_max < sc.speculator.ngram_min:
         raise ConfigError(where("speculator.ngram_max"), "speculator.ngram_max",
                           "ngram_max is below ngram_min", "set ngram_max >= ngram_min")
-    if sc.client.workers > 1 and sc.scenario.kind == "agentic":  # harness/client_workers.py
-        raise ConfigError(where("client.workers"), "client.workers", "agentic lanes are not "
-                          "split over client processes yet", "set client.workers=1")
     check_concurrency(sc, where)
 
 
