@@ -11,7 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.client import PhaseResult, StreamingClient, run_async
+from harness.client import PhaseResult, run_async
+from harness.client_pool import open_client
 from harness.config.errors import ConfigError
 from harness.config.locations import CONTEXT_MARGIN
 from harness.config.schema import ScenarioConfig, SweepConfig
@@ -138,7 +139,9 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
     box: dict[str, prometheus.Sample] = {}
 
     async def go() -> tuple[Any, Any]:
-        async with StreamingClient(settings) as client:
+        # client.workers > 1: the scheduler stays here, the HTTP work goes to worker
+        # processes (harness.client_pool); 1: the in-process client, as ever.
+        async with open_client(settings) as client:
             bodies = AgenticBodies(w.prompts, w.body, w.overhead, rs.api,
                                    cache_bust=scen.cache_bust)
             replayer = Replayer(client, w.traces, level.concurrency, rs, bodies,
