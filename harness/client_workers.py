@@ -157,12 +157,14 @@ def merge_health(parts: Sequence[ClientHealth],
     `names` label each part's reasons (default "client process i")."""
     h = ClientHealth()
     for name in ("lag_p50_ms", "lag_p99_ms", "lag_max_ms", "stamp_err_p99_ms",
-                 "stamp_err_p999_ms", "cpu_share", "queue_delay_p50_ms", "queue_delay_p99_ms",
-                 "queue_delay_max_ms", "stall_share"):
+                 "stamp_err_p999_ms", "stamp_probe_p99_ms", "pass_offset_p99_ms", "cpu_share",
+                 "queue_delay_p50_ms", "queue_delay_p99_ms", "queue_delay_max_ms",
+                 "stall_share"):
         vals = [getattr(p, name) for p in parts if not math.isnan(getattr(p, name))]
         setattr(h, name, max(vals) if vals else math.nan)
     h.inflight_mean = sum(p.inflight_mean for p in parts if not math.isnan(p.inflight_mean))
     h.cpu_cores = sum(p.cpu_cores for p in parts if not math.isnan(p.cpu_cores))
+    h.stamp_probe_samples = sum(p.stamp_probe_samples for p in parts)
     labels = names or [f"client process {i}" for i in range(len(parts))]
     h.reasons = [f"{label}: {why}" for label, p in zip(labels, parts, strict=True)
                  for why in p.reasons]
