@@ -12,9 +12,17 @@ cache-bust marker), sent by its own client (StreamingClient).
 Prints per phase: turns, turns/s, input tokens/s, bytes/s sent, client CPU (ms per turn, per
 100k tokens, share of a core, and the body builder's part), RSS, and the delay between a
 turn's due time and its body reaching the socket (p50/p99/max). Last line, for scripts:
-`agentic_scale lanes=N rss_mb=X cpu_ms_per_100k=Y send_delay_p99_ms=Z` (the measured phase).
+`agentic_scale lanes=N workers=W rss_mb=X cpu_ms_per_100k=Y send_delay_p99_ms=Z` (the measured
+phase).
+
+`--workers N` (N > 1) sends through harness.client_pool as `client.workers=N` does: the lanes
+and body building stay in this process, the HTTP work goes to N worker processes (lane mod N).
+CPU is then summed over all of them (from /proc: the forkserver's children are not ours for
+RUSAGE_CHILDREN), RSS is the sum of every process's peak, and the send delay includes the
+hand-off to the worker.
 
 Run: python benchmarks/agentic_scale.py --lanes 1000 [--seconds 30] [--turns-per-s 50]
+     [--workers 2]
 Targets (issue 10): 1,000 lanes, RSS <= 2 GB, <= 20 ms client CPU per 100k-token turn, p99
 send delay <= 5 ms while the client uses under 80% of a core.
 """
@@ -24,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import resource
 import time
 from array import array
@@ -32,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.client import ClientSettings, StreamingClient, run_async
+from harness.client_pool import ClientPool
 from harness.config.compose import compose_sweep
 from harness.testing.spawn import spawn_server
 from harness.workloads.agentic_bodies import AgenticBodies
@@ -108,13 +118,25 @@ class Phase:
     cpu0: float = 0.0
     wall: float = 0.0
     cpu: float = 0.0
+    pids: list[int] = field(default_factory=list)  # the client's worker processes, if any
 
     def start(self) -> None:
-        self.t0, self.cpu0 = time.perf_counter(), time.process_time()
+        self.t0, self.cpu0 = time.perf_counter(), cpu_s(self.pids)
 
     def stop(self) -> None:
         self.wall = time.perf_counter() - self.t0
-        self.cpu = time.process_time() - self.cpu0
+        self.cpu = cpu_s(self.pids) - self.cpu0
+
+
+def cpu_s(pids: list[int]) -> float:
+    """CPU seconds of this process and of the given others (utime + stime, /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = time.process_time()
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        out += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15)
+    return out
 
 
 async def _sleep_until(t: float) -> None:
@@ -165,12 +187,18 @@ async def _lag_probe(lags: list[float], stop: asyncio.Event) -> None:
 
 
 async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float,
-              think_s: float, spread_s: float) -> tuple[Phase, Phase]:
+              think_s: float, spread_s: float, workers: int = 1
+              ) -> tuple[Phase, Phase, float]:
+    """The primers, then the measured phase; and the worker processes' summed peak RSS."""
     warm, measured = Phase("primers"), Phase("measured")
     gate, deadline = asyncio.Event(), [math.inf]
     stop = asyncio.Event()
     probe = asyncio.create_task(_lag_probe(measured.lags, stop))
-    async with StreamingClient(ClientSettings(url)) as client:
+    settings = ClientSettings(url)
+    async with (ClientPool(settings, workers) if workers > 1
+                else StreamingClient(settings)) as client:
+        pids = client.pids if isinstance(client, ClientPool) else []
+        warm.pids = measured.pids = pids
         warm.start()
         tasks = [asyncio.create_task(_lane(client, bodies, ln, warm, measured, spread_s, think_s,
                                            gate, deadline)) for ln in lanes]
@@ -183,16 +211,19 @@ async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float
         measured.lags.clear()  # the measured phase's only
         await asyncio.gather(*tasks)
         measured.stop()
+        workers_peak = sum(rss_mb(pid)[1] for pid in pids)
     stop.set()
     await probe
-    return warm, measured
+    return warm, measured, workers_peak
 
 
-def rss_mb() -> tuple[float, float]:
-    """(now, peak) resident memory of this process, MB."""
-    with open("/proc/self/status") as f:
-        now = next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
-    return now / 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def rss_mb(pid: int | str = "self") -> tuple[float, float]:
+    """(now, peak) resident memory of a process (this one by default), MB."""
+    with open(f"/proc/{pid}/status") as f:
+        kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in f)
+              if k in ("VmRSS", "VmHWM")}
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss if pid == "self" else kb["VmHWM"]
+    return kb["VmRSS"] / 1024, peak / 1024
 
 
 def report(p: Phase) -> dict[str, float]:
@@ -226,6 +257,8 @@ def main() -> None:
     ap.add_argument("--turns-per-s", type=float, default=50.0, help="all lanes together")
     ap.add_argument("--spread-s", type=float, default=20.0, help="primers spread over this")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="client processes (harness.client_pool, as client.workers=N)")
     a = ap.parse_args()
     tokenizer = load_tokenizer(compose_sweep([]).model)
     bodies = AgenticBodies(BlockPrompts(tokenizer, a.seed), {"model": "m", "stream": True,
@@ -236,14 +269,17 @@ def main() -> None:
           f"p99 {np.percentile(inputs, 99):,.0f}, max {inputs.max():,}; RSS before "
           f"{rss_mb()[0]:.0f} MB")
     with spawn_server("harness.testing.sink_server") as port:
-        warm, measured = run_async(run(f"http://127.0.0.1:{port}", lanes, bodies, a.seconds,
-                                       a.lanes / a.turns_per_s, a.spread_s))
+        warm, measured, workers_peak = run_async(run(
+            f"http://127.0.0.1:{port}", lanes, bodies, a.seconds, a.lanes / a.turns_per_s,
+            a.spread_s, a.workers))
     report(warm)
     row = report(measured)
-    now, peak = rss_mb()
-    print(f"RSS now {now:.0f} MB, peak {peak:.0f} MB; blocks generated "
-          f"{bodies.generated_blocks:,}")
-    print(f"agentic_scale lanes={a.lanes} rss_mb={peak:.0f} "
+    now, own_peak = rss_mb()
+    peak = own_peak + workers_peak
+    print(f"RSS now {now:.0f} MB, peak {own_peak:.0f} MB (+ {workers_peak:.0f} MB over "
+          f"{a.workers if a.workers > 1 else 0} worker processes = {peak:.0f} MB); blocks "
+          f"generated {bodies.generated_blocks:,}")
+    print(f"agentic_scale lanes={a.lanes} workers={a.workers} rss_mb={peak:.0f} "
           f"cpu_ms_per_100k={row['cpu_ms_per_100k']:.2f} "
           f"send_delay_p99_ms={row['delay_p99_ms']:.2f}")
 
