@@ -111,6 +111,7 @@ class Phase:
     build_max: float = 0.0  # the longest body build, wall (it holds the event loop)
     delays: list[float] = field(default_factory=list)  # due -> body on the socket
     issue: list[float] = field(default_factory=list)  # due -> the client starts the request
+    handoff: list[float] = field(default_factory=list)  # issue -> a worker process read it
     lags: list[float] = field(default_factory=list)  # event-loop lateness (lag probe)
     errors: int = 0
     error_text: str = ""
@@ -159,6 +160,8 @@ async def _turn(client: StreamingClient, bodies: AgenticBodies, lane: Lane, r: T
         phase.error_text = rec.error or f"HTTP {rec.http_status}"
     phase.delays.append(rec.send_ts - due)
     phase.issue.append(rec.issue_ts - due)
+    if "client_handoff_s" in rec.tags:  # --workers: the hand-off to the worker process
+        phase.handoff.append(rec.tags["client_handoff_s"])
     return rec.end_ts
 
 
@@ -247,6 +250,11 @@ def report(p: Phase) -> dict[str, float]:
           f"{row['delay_p99_ms']:.2f} ms, max {row['delay_max_ms']:.1f} ms (due->issue p99 "
           f"{row['issue_p99_ms']:.2f} ms; loop lag p99 {row['lag_p99_ms']:.2f} ms); errors "
           f"{p.errors} {p.error_text[:200]}; longest build {p.build_max * 1e3:.1f} ms")
+    if p.handoff:
+        h = np.asarray(p.handoff) * 1e3
+        row["handoff_p99_ms"] = float(np.percentile(h, 99))
+        print(f"{'':>9}  hand-off to the worker p50 {np.percentile(h, 50):.2f} ms, p99 "
+              f"{row['handoff_p99_ms']:.2f} ms, max {h.max():.1f} ms (in due->send)")
     return row
 
 

@@ -16,7 +16,8 @@ every process on the host, so the records need no translation (harness/client_wo
 The hand-off is client queueing: a record's `issue_ts` is the parent's issue instant, and the
 time from there to the worker's client issuing it is added to `queue_delay_s` (with a resend
 after a stale pooled connection, `issue_ts` is the resend's, moved back by the hand-off).
-Every record carries the index of the worker that sent it in `tags["client_worker"]`.
+Every record carries the index of the worker that sent it in `tags["client_worker"]` and the
+hand-off itself (parent's issue -> the worker read the request) in `tags["client_handoff_s"]`.
 
 Health: every worker runs its own HealthProbe over the phase, and so does the parent (its
 event loop schedules and builds the bodies); the point's health is the worst process's
@@ -51,6 +52,10 @@ from harness.records import RequestRecord, RequestSpec
 _START_TIMEOUT_S = 120.0  # forked from the forkserver: milliseconds, unless the host is swamped
 _STOP_TIMEOUT_S = 5.0  # a worker told to close has this long before it is terminated
 _REAP_S = 2.0  # how long an exited worker's exit code is waited for, to name it
+# Asked of each end (the kernel caps it at net.core.wmem_max): a whole AgentX body in one
+# write, where the default 208 KB took a loop pass on each side per 208 KB.
+_SOCKET_BUFFER = 4 << 20
+_ANSWER_MARGIN_S = 60.0  # beyond client.timeout_s: a worker that has not answered is stuck
 
 
 @dataclass
@@ -111,6 +116,7 @@ class ClientPool:
         self._inflight_t = time.perf_counter()
         self._finished: list[tuple[float, float, float, float]] = []
         self.exits: list[str] = []  # workers that exited while the pool was open, and why
+        self._reaping: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
 
     @property
     def pids(self) -> list[int]:
@@ -125,6 +131,8 @@ class ClientPool:
         try:
             for i in range(self.n):
                 mine, theirs = socket.socketpair()
+                for sock in (mine, theirs):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER)
                 proc = ctx.Process(target=worker_main, args=(i, theirs, self.settings, env),
                                    daemon=True, name=f"client-worker-{i}")
                 proc.start()
@@ -192,7 +200,9 @@ class ClientPool:
                 f"client worker {w.index} of {self.n} did not start:\n{w.fatal}".rstrip()))
         if w.alive:
             w.alive = False  # new requests go to the others from now on
-            asyncio.get_running_loop().create_task(self._reap(w))
+            task = asyncio.get_running_loop().create_task(self._reap(w))
+            self._reaping.add(task)
+            task.add_done_callback(self._reaping.discard)
         elif w.health is not None and not w.health.done():
             w.health.set_result(None)
 
@@ -241,7 +251,14 @@ class ClientPool:
             # and segments would cross twice for nothing.
             w.channel.write(("send", seq, issued, replace(spec, tags={})))
             await w.channel.drain()
-            rec = await fut
+            # A worker alive but stuck (stopped, deadlocked) must not hold the phase forever:
+            # its client would have timed the request out by now.
+            rec = await asyncio.wait_for(fut, self.settings.timeout_s + _ANSWER_MARGIN_S)
+        except TimeoutError:
+            rec = failed_record(spec, issued, f"client worker {w.index} did not answer within "
+                                f"{self.settings.timeout_s + _ANSWER_MARGIN_S:g} s "
+                                "(client.timeout_s + 60 s)")
+            rec.tags = {"client_worker": w.index}
         finally:
             self._track(-1)
             w.pending.pop(seq, None)

@@ -134,7 +134,8 @@ def _worker_inbox(index: int, client: StreamingClient, chan: Channel, state: dic
         moved = (rec.issue_ts if rec.retries == 0 else got) - issued
         rec.issue_ts -= moved
         rec.queue_delay_s += moved  # NaN (the body never went out) stays NaN
-        rec.tags = {"client_worker": index}  # the parent holds the spec's own tags
+        # The parent holds the spec's own tags; these are the pool's (harness.client_pool)
+        rec.tags = {"client_worker": index, "client_handoff_s": got - issued}
         chan.write(("rec", seq, rec))
 
     async def stop_probe() -> None:
