@@ -15,11 +15,11 @@ What is partitioned:
   the specs s, s+C, s+2C... so the total in flight stays C while every process has work;
 - timestamped replay: the schedule, request i to process i mod N, every process on one shared
   start instant, so each request still goes out at its scheduled time;
-- agentic lanes (to be wired by their owner): a part is a set of lane ids with the shared
-  start instant; the job builds its lanes' bodies in the child (from the trace and the
-  seeds, never shipping histories), runs `agentic_lanes` on them from `shared_start()` and
-  returns its PhaseResult; `phases_over_workers(job, parts)` runs and joins them. Lanes
-  must be independent of one another (AgentX's are: one trajectory tree per lane).
+- agentic lanes are not partitioned here: their scheduler's state is global (a system-wide
+  idle cap, a warmup barrier over every lane), so one scheduler stays in the parent and only
+  the HTTP work goes to N processes, each request to the worker owning its lane
+  (harness/client_pool.py, AIPerf's timing process and workers). It reuses this module's
+  forkserver (`process_context`) and health merge (`merge_health`).
 
 Progress callbacks (`on_done`) run in the parent as the merged records arrive, after the phase.
 """
@@ -128,7 +128,7 @@ def run_partitioned(job: Callable[[P], R], parts: Sequence[P],
 
 def phases_over_workers(job: Callable[[P], PhaseResult], parts: Sequence[P],
                         settings: ClientSettings) -> PhaseResult:
-    """run_partitioned for jobs that return a phase, merged: what agentic lanes would call."""
+    """run_partitioned for jobs that return a phase, merged."""
     env = [settings.api_key_env] if settings.api_key_env else []
     return merge_phases(run_partitioned(job, parts, env))
 
