@@ -119,14 +119,17 @@ class Phase:
     cpu0: float = 0.0
     wall: float = 0.0
     cpu: float = 0.0
+    own_cpu: float = 0.0  # this process's part (scheduling, bodies, hand-off)
+    own0: float = 0.0
     pids: list[int] = field(default_factory=list)  # the client's worker processes, if any
 
     def start(self) -> None:
-        self.t0, self.cpu0 = time.perf_counter(), cpu_s(self.pids)
+        self.t0, self.cpu0, self.own0 = time.perf_counter(), cpu_s(self.pids), cpu_s([])
 
     def stop(self) -> None:
         self.wall = time.perf_counter() - self.t0
         self.cpu = cpu_s(self.pids) - self.cpu0
+        self.own_cpu = cpu_s([]) - self.own0
 
 
 def cpu_s(pids: list[int]) -> float:
@@ -254,7 +257,10 @@ def report(p: Phase) -> dict[str, float]:
         h = np.asarray(p.handoff) * 1e3
         row["handoff_p99_ms"] = float(np.percentile(h, 99))
         print(f"{'':>9}  hand-off to the worker p50 {np.percentile(h, 50):.2f} ms, p99 "
-              f"{row['handoff_p99_ms']:.2f} ms, max {h.max():.1f} ms (in due->send)")
+              f"{row['handoff_p99_ms']:.2f} ms, max {h.max():.1f} ms (in due->send); this "
+              f"process {p.own_cpu * 1e3 / max(p.turns, 1):.2f} ms/turn "
+              f"({p.own_cpu / p.wall:.0%} of a core), the workers "
+              f"{(p.cpu - p.own_cpu) * 1e3 / max(p.turns, 1):.2f} ms/turn")
     return row
 
 
