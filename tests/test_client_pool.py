@@ -31,19 +31,19 @@ BODY = {"stream": True, "ignore_eos": True, "stream_options": {"include_usage": 
 
 @pytest.fixture(scope="module")
 def fast_server() -> Iterator[str]:
-    """Whole trees replay in about a second (TTFT 5 ms, 0.5 ms a token)."""
-    with spawn_server("harness.testing.scripted_server", "--ttft-ms", "5", "--itl-ms",
-                      "0.5") as port:
+    """Whole trees replay in about half a second (TTFT 2 ms, 0.2 ms a token)."""
+    with spawn_server("harness.testing.scripted_server", "--ttft-ms", "2", "--itl-ms",
+                      "0.2") as port:
         yield f"http://127.0.0.1:{port}"
 
 
 def _point(url: str, tokenizer, workers: int) -> Measurement:
     """One agentic point through the workload's run path: every first tree replays whole
-    (start at turn 0, no warmup quota, idle gaps cut short), well inside the window."""
+    (start at turn 0, no warmup quota, idle gaps cut short): ~0.5 s, the window 2 s."""
     sc = compose_sweep(["run_id=u", "scenarios=agentic-weka-cpu", "engine=endpoint",
                         f"engine.url={url}", f"client.workers={workers}",
-                        "scenario.duration_s=2.5", "scenario.min_measured_s=1",
-                        "scenario.idle_cap_s=0.01", "scenario.tree_cap_s=0.02",
+                        "scenario.duration_s=2", "scenario.min_measured_s=1",
+                        "scenario.idle_cap_s=0.002", "scenario.tree_cap_s=0.004",
                         "scenario.warmup_requests_per_lane=0", "scenario.start_min_ratio=0",
                         "scenario.start_max_ratio=0", "scenario.api=completions"])
     wl = AgenticLaneWorkload(sc, tokenizer, ROOT)
@@ -130,3 +130,68 @@ def test_exit_reasons_name_the_worker_and_how() -> None:
     assert exit_reason(0, 1, "") == "client worker 0 exited with code 1"
     assert exit_reason(1, 1, "Traceback...\nRuntimeError: no key") == (
         "client worker 1 exited with an error: RuntimeError: no key")
+
+
+_CTRL_C = """
+import asyncio, os, sys
+import orjson
+from harness.client import ClientSettings, run_async
+from harness.client_pool import ClientPool
+from harness.records import RequestSpec
+
+def spec(i):
+    body = orjson.dumps({"prompt": "a", "max_tokens": 50, "stream": True,
+                         "x_script": {"ttft_ms": 50, "itl_ms": 20}})
+    return RequestSpec(f"c{i}", "/v1/completions", body, 1, 50, tags={"lane": i})
+
+async def main():
+    async with ClientPool(ClientSettings(sys.argv[1]), 2) as pool:
+        os.kill(pool.pids[0], 2)  # SIGINT at a worker alone: ignored, it goes on serving
+        await asyncio.sleep(0.2)
+        rec = await pool.send(spec(0))
+        assert rec.ok and rec.tags["client_worker"] == 0 and not pool.exits, rec
+        print(*pool.pids, flush=True)
+        while True:
+            await asyncio.gather(*(pool.send(spec(i)) for i in range(4)))
+
+if __name__ == "__main__":
+    run_async(main())
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except OSError:
+        return True
+
+
+def test_ctrl_c_is_the_parents_and_leaving_the_pool_stops_the_workers(
+        scripted_server, tmp_path) -> None:
+    """Ctrl-C at a terminal reaches the whole process group: the workers ignore it (one sent
+    SIGINT alone goes on serving) and the parent, interrupted mid-requests, stops them."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(_CTRL_C)
+    proc = subprocess.Popen([sys.executable, str(script), scripted_server], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout is not None
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.3)  # requests in flight
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGINT  # KeyboardInterrupt, as the sweep's loop gets
+    deadline = time.monotonic() + 5
+    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(p) for p in pids)
