@@ -45,7 +45,7 @@ from typing import Any
 
 from harness.client import ClientSettings, StreamingClient
 from harness.client_health import ClientHealth, HealthProbe
-from harness.client_pool_worker import Channel, worker_main
+from harness.client_pool_worker import Channel, failed_record, worker_main
 from harness.client_workers import WorkerError, merge_health, process_context
 from harness.records import RequestRecord, RequestSpec
 
@@ -88,16 +88,6 @@ def exit_reason(index: int, exitcode: int | None, fatal: str) -> str:
             name = str(-exitcode)
         return f"client worker {index} exited with signal {name}"
     return f"client worker {index} exited with code {exitcode}"
-
-
-def failed_record(spec: RequestSpec, issued: float, reason: str) -> RequestRecord:
-    """A request its worker could not answer: kept, with the reason (nothing is dropped)."""
-    rec = RequestRecord(spec.request_id, spec.phase, spec.expected_prompt_tokens,
-                        spec.max_tokens, tags=dict(spec.tags))
-    rec.issue_ts = rec.send_ts = issued
-    rec.end_ts = time.perf_counter()
-    rec.error = reason
-    return rec
 
 
 class ClientPool:

@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.client import ClientSettings, StreamingClient, run_async
 from harness.client_health import ClientHealth
-from harness.records import RequestSpec
+from harness.records import RequestRecord, RequestSpec
 
 _HEADER = struct.Struct("!Q")
 
@@ -85,6 +85,15 @@ class Channel(asyncio.Protocol):
             self._transport.close()
 
 
+def failed_record(spec: RequestSpec, issued: float, reason: str) -> RequestRecord:
+    """A request its worker could not answer: kept, with the reason (nothing is dropped)."""
+    rec = RequestRecord(spec.request_id, spec.phase, spec.expected_prompt_tokens,
+                        spec.max_tokens, tags=dict(spec.tags))
+    rec.issue_ts = rec.send_ts = issued
+    rec.end_ts = time.perf_counter()
+    rec.error = reason
+    return rec
+
 
 def worker_main(index: int, sock: socket.socket, settings: ClientSettings,
                  env: dict[str, str]) -> None:
@@ -129,7 +138,11 @@ def _worker_inbox(index: int, client: StreamingClient, chan: Channel, state: dic
     tasks: set[asyncio.Task[None]] = state["tasks"]
 
     async def serve_one(seq: int, issued: float, got: float, spec: RequestSpec) -> None:
-        rec = await client.send(spec)
+        try:
+            rec = await client.send(spec)
+        except Exception as exc:  # a bug fails its request; the parent never waits on it
+            rec = failed_record(spec, issued, f"client worker {index}: "
+                                f"{type(exc).__name__}: {exc}"[:500])
         # The hand-off is client queueing (module docstring): issue_ts is the parent's.
         moved = (rec.issue_ts if rec.retries == 0 else got) - issued
         rec.issue_ts -= moved
