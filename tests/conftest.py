@@ -34,10 +34,12 @@ def smollm2_tokenizer():
     return load_tokenizer(m)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium for every dashboard test (Debian's chromium, driven by
-    Playwright); skipped where it is missing unless HARNESS_REQUIRE_CHROMIUM is set (CI)."""
+    """Headless Chromium for a dashboard test module (Debian's chromium, driven by Playwright);
+    skipped where it is missing unless HARNESS_REQUIRE_CHROMIUM is set (CI). Module scope, not
+    session: Playwright's sync API leaves its event loop marked running in the main thread
+    while it is open, and every later asyncio.run() in the session would refuse to start."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         if os.environ.get("HARNESS_REQUIRE_CHROMIUM"):
