@@ -19,7 +19,10 @@ SMALL = ["scenario.requests_per_conc=3", "scenario.warmup_per_conc=1"]
 
 
 def _children(pid: int) -> list[int]:
-    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    """The sweep's engine processes (its other child, while a point runs, is the client's
+    stamp-probe writer, harness/stamp_writer.py)."""
+    out = subprocess.run(["pgrep", "-P", str(pid), "-f", "harness.engines"],
+                         capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
 
 
