@@ -18,7 +18,8 @@ W = "scenarios/traces/weka-cc-traces"
 @pytest.fixture(scope="module")
 def agentic_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("agentic")
-    r = harness("sweep", "scenarios=agentic-weka-cpu", "concurrency=[1,2,4]",
+    # One lane and four: c2 added ~35 s of suite time and nothing c1 and c4 do not check.
+    r = harness("sweep", "scenarios=agentic-weka-cpu", "concurrency=[1,4]",
                 "scenario.duration_s=20", "scenario.min_measured_s=16",
                 f"results_dir={root}", "run_id=ag")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -29,7 +30,7 @@ def test_replay_structure_on_the_real_engine(agentic_run) -> None:
     traces = fit_traces(load_traces(f"{W}/trace_0026.json") + load_traces(f"{W}/trace_0277.json"),
                         Fit("scale", 64))
     points = sorted(read_points(agentic_run), key=lambda p: p["conc"])
-    assert [p["conc"] for p in points] == [1, 2, 4]
+    assert [p["conc"] for p in points] == [1, 4]
     for p in points:
         assert_valid_unless_the_client_flagged_itself(p)
         assert p["scenario_kind"] == "agentic" and p["fit"] == "scale/64"
