@@ -103,6 +103,8 @@ def run(concurrency: int, seconds: float, max_tokens: int, port: int,
         "err_max_ms": float(errs.max()) if errs.size else float("nan"),
         "est_p99_ms": h.stamp_err_p99_ms,
         "probe_p99_ms": h.stamp_probe_p99_ms,
+        "timer_p99_ms": h.stamp_timer_p99_ms,
+        "bound_p99_ms": h.stamp_bound_p99_ms,
         "pass_p99_ms": h.pass_offset_p99_ms,
         "queue_p99_ms": h.queue_delay_p99_ms,
         "lag_max_ms": h.lag_max_ms,
@@ -136,7 +138,7 @@ def main() -> None:
         print(f"{'conc':>5} {'chunks/s':>10} {'per core':>10} {'reqs':>6} {'dup':>3} {'fail':>4} "
               f"{'cpu':>5} {'inflight':>8} "
               f"{'err p50':>8} {'err p99':>8} {'err max':>8} {'est p99':>8} {'probe99':>8} "
-              f"{'pass99':>8} {'queue99':>8} "
+              f"{'pass99':>8} {'timer99':>8} {'bound99':>8} {'queue99':>8} "
               f"{'lag max':>8} flag  (ms)")
         for c in a.concurrency:
             r = run(c, a.seconds, a.max_tokens, port, a.lockstep, a.workers, request_s)
@@ -145,6 +147,7 @@ def main() -> None:
                   f"{r['cpu_share']:>5.2f} {r['inflight_mean']:>8.1f} {r['err_p50_ms']:>8.3f} "
                   f"{r['err_p99_ms']:>8.3f} {r['err_max_ms']:>8.3f} {r['est_p99_ms']:>8.3f} "
                   f"{r['probe_p99_ms']:>8.3f} {r['pass_p99_ms']:>8.3f} "
+                  f"{r['timer_p99_ms']:>8.3f} {r['bound_p99_ms']:>8.3f} "
                   f"{r['queue_p99_ms']:>8.3f} {r['lag_max_ms']:>8.1f} {r['flagged']!s:>5}")
 
 

@@ -81,6 +81,7 @@ class StampProbe:
 
     def stop(self) -> None:
         if self._sock is not None:
+            self._read()  # the stamps waiting in the socket: the latest, often the latest read
             if self._loop is not None and not self._loop.is_closed():
                 self._loop.remove_reader(self._sock.fileno())
             self._sock.close()
