@@ -12,8 +12,8 @@ cache-bust marker), sent by its own client (StreamingClient).
 Prints per phase: turns, turns/s, input tokens/s, bytes/s sent, client CPU (ms per turn, per
 100k tokens, share of a core, and the body builder's part), RSS, and the delay between a
 turn's due time and its body reaching the socket (p50/p99/max). Last line, for scripts:
-`agentic_scale lanes=N workers=W rss_mb=X cpu_ms_per_100k=Y send_delay_p99_ms=Z` (the measured
-phase).
+`agentic_scale lanes=N rss_mb=X cpu_ms_per_100k=Y send_delay_p99_ms=Z` (the measured phase;
+` workers=W` appended when W > 1).
 
 `--workers N` (N > 1) sends through harness.client_pool as `client.workers=N` does: the lanes
 and body building stay in this process, the HTTP work goes to N worker processes (lane mod N).
@@ -293,9 +293,10 @@ def main() -> None:
     print(f"RSS now {now:.0f} MB, peak {own_peak:.0f} MB (+ {workers_peak:.0f} MB over "
           f"{a.workers if a.workers > 1 else 0} worker processes = {peak:.0f} MB); blocks "
           f"generated {bodies.generated_blocks:,}")
-    print(f"agentic_scale lanes={a.lanes} workers={a.workers} rss_mb={peak:.0f} "
+    print(f"agentic_scale lanes={a.lanes} rss_mb={peak:.0f} "
           f"cpu_ms_per_100k={row['cpu_ms_per_100k']:.2f} "
-          f"send_delay_p99_ms={row['delay_p99_ms']:.2f}")
+          f"send_delay_p99_ms={row['delay_p99_ms']:.2f}"
+          + (f" workers={a.workers}" if a.workers > 1 else ""))
 
 
 if __name__ == "__main__":
