@@ -37,13 +37,13 @@ class ClientHealth:
     lag_p50_ms: float = math.nan  # how late a 5 ms timer fired
     lag_p99_ms: float = math.nan
     lag_max_ms: float = math.nan
-    # Estimated timestamp error of a chunk arriving at a random instant (see stamp_error_quantile)
+    # Timestamp error of a chunk, p99: the measured bound (stamp_error_bound; with a short
+    # phase's few probe samples, the larger of it and the timer's stamp_error_quantile)
     stamp_err_p99_ms: float = math.nan
     stamp_err_p999_ms: float = math.nan
     # Measured parts of the same (stamp_error_bound): the wait until a loop pass starts, from
     # stamps another process sent at random instants (harness.stamp_probe), and the wait
-    # behind a pass's earlier reads (harness.loop_passes); stamp_err_p99_ms is the larger of
-    # the timer's estimate and their bound
+    # behind a pass's earlier reads (harness.loop_passes)
     stamp_probe_p99_ms: float = math.nan
     stamp_probe_samples: int = 0
     pass_offset_p99_ms: float = math.nan
