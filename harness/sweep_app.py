@@ -11,6 +11,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from harness import interrupts
 from harness.config.errors import ConfigError
 from harness.config.groups import group_listing
 from harness.config.locations import repo_root
@@ -84,6 +85,12 @@ def sweep(cfg: DictConfig) -> None:
     except ConfigError as e:
         print(f"harness: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+    except Exception:
+        # A Ctrl-C that landed inside OmegaConf's merge can come out as another error (its
+        # finally block read a variable the interrupt left unset: UnboundLocalError, a
+        # traceback and exit 1); with a Ctrl-C on record it is the interrupt (exit 130).
+        interrupts.check()
+        raise
     global current_run
     # A full disk must not turn every later log call (Hydra logs to a file in the run
     # directory) into a traceback: the failed results write reports it, once.

@@ -12,7 +12,13 @@ import pytest
 
 from harness.results import read_points
 from harness.testing.spawn import spawn_server
-from tests.helpers import assert_valid_unless_the_client_flagged_itself, harness, wait_for
+from tests.helpers import (
+    CLIENT_RULES,
+    assert_valid_unless_the_client_flagged_itself,
+    failed_rules,
+    harness,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 SMALL = ["scenario.requests_per_conc=3", "scenario.warmup_per_conc=1"]
@@ -125,9 +131,11 @@ def test_attach_mode_with_an_api_key_that_is_never_written(tmp_path) -> None:
     points = read_points(tmp_path / "a")
     assert len(points) == 2 and all(p["status"] == "ok" and p["engine"] == "endpoint"
                                     and p["num_failed"] == 0 for p in points)
-    # The scripted server counts prompt words, not tokens: the harness must notice that.
+    # The scripted server counts prompt words, not tokens: the harness must notice that. On a
+    # busy machine the client may also (rightly) flag itself; nothing else may invalidate it.
     for p in points:
-        assert all("prompt length" in why for why in p["invalid_reasons"]), p["invalid_reasons"]
+        assert "prompt_lengths" in failed_rules(p), p["invalid_reasons"]
+        assert failed_rules(p) <= CLIENT_RULES | {"prompt_lengths"}, p["invalid_reasons"]
     assert unauthorized.returncode != 0 and "401" in unauthorized.stderr
     for f in (tmp_path / "a").rglob("*"):
         if f.is_file():
