@@ -88,7 +88,42 @@ def _api_key(settings: ClientSettings) -> str | None:
     return key
 
 
-class StreamingClient:
+class InflightAccount:
+    """Requests in flight over time, and the requests finished since the last reset: what a
+    HealthProbe reads of a client (harness.client_health.InflightMeter). One implementation
+    for StreamingClient and harness.client_pool.ClientPool."""
+
+    def __init__(self) -> None:
+        self.inflight = 0
+        self._inflight_area = 0.0
+        self._inflight_t = time.perf_counter()
+        # Per finished request since the last reset: (queue delay, send, first token, last
+        # token) on perf_counter, the token stamps NaN if it failed. The health probe turns
+        # them into the point's queue-delay figures and the stall bound.
+        self._finished: list[tuple[float, float, float, float]] = []
+
+    def _track(self, delta: int) -> None:
+        now = time.perf_counter()
+        self._inflight_area += self.inflight * (now - self._inflight_t)
+        self._inflight_t = now
+        self.inflight += delta
+
+    def reset_inflight_area(self) -> None:
+        self._track(0)
+        self._inflight_area = 0.0
+        self._finished = []
+
+    def finished_requests(self) -> list[tuple[float, float, float, float]]:
+        """(queue delay, send, first token, last token) in seconds of each request finished
+        since the last reset_inflight_area(); token stamps NaN for failed requests."""
+        return self._finished
+
+    def inflight_area(self) -> float:
+        self._track(0)
+        return self._inflight_area
+
+
+class StreamingClient(InflightAccount):
     """Use as `async with StreamingClient(settings) as c: await c.send(spec)`."""
 
     def __init__(self, settings: ClientSettings) -> None:
@@ -104,13 +139,7 @@ class StreamingClient:
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._session: aiohttp.ClientSession | None = None
-        self.inflight = 0
-        self._inflight_area = 0.0
-        self._inflight_t = time.perf_counter()
-        # Per finished request since the last reset: (queue delay, send, first token, last
-        # token) on perf_counter, the token stamps NaN if it failed. The health probe turns
-        # them into the point's queue-delay figures and the stall bound.
-        self._finished: list[tuple[float, float, float, float]] = []
+        super().__init__()
 
     async def __aenter__(self) -> StreamingClient:
         arrival.install()
@@ -142,26 +171,6 @@ class StreamingClient:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-    def _track(self, delta: int) -> None:
-        now = time.perf_counter()
-        self._inflight_area += self.inflight * (now - self._inflight_t)
-        self._inflight_t = now
-        self.inflight += delta
-
-    def reset_inflight_area(self) -> None:
-        self._track(0)
-        self._inflight_area = 0.0
-        self._finished = []
-
-    def finished_requests(self) -> list[tuple[float, float, float, float]]:
-        """(queue delay, send, first token, last token) in seconds of each request finished
-        since the last reset_inflight_area(); token stamps NaN for failed requests."""
-        return self._finished
-
-    def inflight_area(self) -> float:
-        self._track(0)
-        return self._inflight_area
 
     def health_probe(self) -> HealthProbe:
         """A probe of this client's health over a phase, with the settings' thresholds."""

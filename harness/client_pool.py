@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.client import ClientSettings, StreamingClient
+from harness.client import ClientSettings, InflightAccount, StreamingClient
 from harness.client_health import ClientHealth, HealthProbe
 from harness.client_pool_worker import Channel, failed_record, worker_main
 from harness.client_workers import WorkerError, merge_health, process_context
@@ -90,7 +90,7 @@ def exit_reason(index: int, exitcode: int | None, fatal: str) -> str:
     return f"client worker {index} exited with code {exitcode}"
 
 
-class ClientPool:
+class ClientPool(InflightAccount):
     """N client worker processes behind StreamingClient's interface (send, health_probe and
     the in-flight accounting a HealthProbe reads)."""
 
@@ -101,10 +101,7 @@ class ClientPool:
         self.n = workers
         self._workers: list[_Worker] = []
         self._seq = 0
-        self.inflight = 0
-        self._inflight_area = 0.0
-        self._inflight_t = time.perf_counter()
-        self._finished: list[tuple[float, float, float, float]] = []
+        super().__init__()
         self.exits: list[str] = []  # workers that exited while the pool was open, and why
         self._reaping: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
 
@@ -259,24 +256,6 @@ class ClientPool:
         return rec
 
     # ---- health --------------------------------------------------------------------------------
-    def _track(self, delta: int) -> None:
-        now = time.perf_counter()
-        self._inflight_area += self.inflight * (now - self._inflight_t)
-        self._inflight_t = now
-        self.inflight += delta
-
-    def reset_inflight_area(self) -> None:
-        self._track(0)
-        self._inflight_area = 0.0
-        self._finished = []
-
-    def inflight_area(self) -> float:
-        self._track(0)
-        return self._inflight_area
-
-    def finished_requests(self) -> list[tuple[float, float, float, float]]:
-        return self._finished
-
     def health_probe(self) -> PoolProbe:
         return PoolProbe(self)
 
