@@ -6,8 +6,9 @@ length distribution (input tokens lognormal with p50 95k and p99 506k, capped at
 blocks; a history that grows every turn by a tool result and the recorded reply): a few turns
 of history before its start point, a primer (the whole history, built from nothing: warmup, as
 AIPerf's primers), then measured turns, each due an exponential think time after the previous
-reply (mean `lanes / turns-per-s`). Bodies are the harness's own (AgenticBodies, chat, with the
-cache-bust marker), sent by its own client (StreamingClient).
+reply (mean `lanes / turns-per-s`), its body built BUILD_LEAD_S (10 ms) before that as the
+Replayer builds it (docs/replay.md, "Idle"). Bodies are the harness's own (AgenticBodies,
+chat, with the cache-bust marker), sent by its own client (StreamingClient).
 
 Prints per phase: turns, turns/s, input tokens/s, bytes/s sent, client CPU (ms per turn, per
 100k tokens, share of a core, and the body builder's part), RSS, and the delay between a
@@ -43,9 +44,11 @@ import numpy as np
 from harness.client import ClientSettings, StreamingClient, run_async
 from harness.client_pool import ClientPool
 from harness.config.compose import compose_sweep
+from harness.records import RequestSpec
 from harness.testing.spawn import spawn_server
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.prompts import BlockPrompts
+from harness.workloads.replay import BUILD_LEAD_S
 from harness.workloads.replay_context import ReplayContext
 from harness.workloads.tokenizer import load_tokenizer
 from harness.workloads.traces.model import Trace, TraceRequest
@@ -111,8 +114,10 @@ class Phase:
     build_max: float = 0.0  # the longest body build, wall (it holds the event loop)
     delays: list[float] = field(default_factory=list)  # due -> body on the socket
     issue: list[float] = field(default_factory=list)  # due -> the client starts the request
+    wake: list[float] = field(default_factory=list)  # due -> the lane's sleep returned
     handoff: list[float] = field(default_factory=list)  # issue -> a worker process read it
     lags: list[float] = field(default_factory=list)  # event-loop lateness (lag probe)
+    rss_peak: float = 0.0  # this process's resident memory, MB, sampled by the lag probe
     errors: int = 0
     error_text: str = ""
     t0: float = 0.0
@@ -148,12 +153,17 @@ async def _sleep_until(t: float) -> None:
         await asyncio.sleep(delay)
 
 
-async def _turn(client: StreamingClient, bodies: AgenticBodies, lane: Lane, r: TraceRequest,
-                due: float, phase: Phase) -> float:
+def _build(bodies: AgenticBodies, lane: Lane, r: TraceRequest, phase: Phase) -> RequestSpec:
     c0, w0 = time.thread_time(), time.perf_counter()
     spec = bodies.spec(r, lane.ctx, max_tokens=1)
     phase.build_cpu += time.thread_time() - c0
     phase.build_max = max(phase.build_max, time.perf_counter() - w0)
+    return spec
+
+
+async def _turn(client: StreamingClient, spec: RequestSpec, r: TraceRequest, due: float,
+                phase: Phase) -> float:
+    phase.wake.append(time.perf_counter() - due)
     rec = await client.send(spec)
     phase.turns += 1
     phase.tokens += r.in_tokens
@@ -170,26 +180,37 @@ async def _turn(client: StreamingClient, bodies: AgenticBodies, lane: Lane, r: T
 
 async def _lane(client, bodies, lane: Lane, warm: Phase, measured: Phase, spread_s: float,
                 think_s: float, gate: asyncio.Event, deadline: list[float]) -> None:
+    # Each body is built BUILD_LEAD_S before its due time, as the Replayer does, so what is
+    # left at the due time is only the send (and memory holds only bodies due soon).
     due = time.perf_counter() + lane.rng.uniform(0, spread_s)
     await _sleep_until(due)
-    await _turn(client, bodies, lane, lane.chain[-1], due, warm)
+    await _turn(client, _build(bodies, lane, lane.chain[-1], warm), lane.chain[-1], due, warm)
     await gate.wait()
     due = time.perf_counter() + lane.rng.exponential(think_s)
     while True:
-        await _sleep_until(min(due, deadline[0]))
+        await _sleep_until(min(due - BUILD_LEAD_S, deadline[0]))
         if due >= deadline[0]:
             return
-        end = await _turn(client, bodies, lane, lane.next_turn(), due, measured)
+        r = lane.next_turn()
+        spec = _build(bodies, lane, r, measured)
+        await _sleep_until(due)
+        end = await _turn(client, spec, r, due, measured)
+        del spec  # not held through the next think time (1000 lanes: ~700 MB)
         due = end + lane.rng.exponential(think_s)
 
 
-async def _lag_probe(lags: list[float], stop: asyncio.Event) -> None:
+async def _lag_probe(phases: list[Phase], stop: asyncio.Event) -> None:
     """How late a 5 ms sleep wakes: the delay no client work of ours explains (a busy
-    loop, or a machine that did not run us)."""
+    loop, or a machine that did not run us); and, every 20th wake, resident memory."""
+    n = 0
     while not stop.is_set():
         t = time.perf_counter()
         await asyncio.sleep(0.005)
-        lags.append(time.perf_counter() - t - 0.005)
+        p = phases[-1] if phases[-1].t0 else phases[0]
+        p.lags.append(time.perf_counter() - t - 0.005)
+        n += 1
+        if n % 20 == 0:
+            p.rss_peak = max(p.rss_peak, rss_mb()[0])
 
 
 async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float,
@@ -199,7 +220,7 @@ async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float
     warm, measured = Phase("primers"), Phase("measured")
     gate, deadline = asyncio.Event(), [math.inf]
     stop = asyncio.Event()
-    probe = asyncio.create_task(_lag_probe(measured.lags, stop))
+    probe = asyncio.create_task(_lag_probe([warm, measured], stop))
     settings = ClientSettings(url)
     async with (ClientPool(settings, workers) if workers > 1
                 else StreamingClient(settings)) as client:
@@ -214,7 +235,6 @@ async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float
         measured.start()
         deadline[0] = measured.t0 + seconds
         gate.set()
-        measured.lags.clear()  # the measured phase's only
         await asyncio.gather(*tasks)
         measured.stop()
         workers_peak = sum(rss_mb(pid)[1] for pid in pids)
@@ -235,6 +255,7 @@ def rss_mb(pid: int | str = "self") -> tuple[float, float]:
 def report(p: Phase) -> dict[str, float]:
     d = np.asarray(p.delays) * 1e3 if p.delays else np.zeros(1)
     q = np.asarray(p.issue) * 1e3 if p.issue else np.zeros(1)
+    w = np.asarray(p.wake) * 1e3 if p.wake else np.zeros(1)
     per_100k = p.cpu * 1e3 / (p.tokens / 1e5) if p.tokens else math.nan
     row = {"turns": p.turns, "turns_s": p.turns / p.wall, "tokens_s": p.tokens / p.wall,
            "mb_s": p.bytes / p.wall / 1e6, "cpu_ms_turn": p.cpu * 1e3 / max(p.turns, 1),
@@ -243,6 +264,7 @@ def report(p: Phase) -> dict[str, float]:
            "delay_p50_ms": float(np.percentile(d, 50)),
            "delay_p99_ms": float(np.percentile(d, 99)), "delay_max_ms": float(d.max()),
            "issue_p99_ms": float(np.percentile(q, 99)),
+           "wake_p99_ms": float(np.percentile(w, 99)),
            "lag_p99_ms": float(np.percentile(p.lags, 99) * 1e3) if p.lags else math.nan,
            "errors": p.errors}
     print(f"{p.name:>9}: {p.turns} turns in {p.wall:.1f} s ({row['turns_s']:.1f}/s), "
@@ -250,9 +272,11 @@ def report(p: Phase) -> dict[str, float]:
           f"{row['cpu_ms_turn']:.2f} ms/turn = {per_100k:.2f} ms per 100k tokens "
           f"({row['cpu_share']:.0%} of a core; building bodies {row['build_ms_per_100k']:.2f} "
           f"ms per 100k); due->send p50 {row['delay_p50_ms']:.2f} ms, p99 "
-          f"{row['delay_p99_ms']:.2f} ms, max {row['delay_max_ms']:.1f} ms (due->issue p99 "
-          f"{row['issue_p99_ms']:.2f} ms; loop lag p99 {row['lag_p99_ms']:.2f} ms); errors "
-          f"{p.errors} {p.error_text[:200]}; longest build {p.build_max * 1e3:.1f} ms")
+          f"{row['delay_p99_ms']:.2f} ms, max {row['delay_max_ms']:.1f} ms (due->woke p99 "
+          f"{row['wake_p99_ms']:.2f} ms, due->issue p99 {row['issue_p99_ms']:.2f} ms; loop lag "
+          f"p99 {row['lag_p99_ms']:.2f} ms); errors "
+          f"{p.errors} {p.error_text[:200]}; longest build {p.build_max * 1e3:.1f} ms; RSS "
+          f"up to {p.rss_peak:.0f} MB")
     if p.handoff:
         h = np.asarray(p.handoff) * 1e3
         row["handoff_p99_ms"] = float(np.percentile(h, 99))

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.client import StreamingClient
-from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord
+from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord, RequestSpec
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.replay_clock import Jumps, ReplayClock
 from harness.workloads.replay_context import ReplayContext
@@ -46,6 +46,10 @@ from harness.workloads.traces.model import Trace
 
 _OVERFLOW = re.compile(r"context|exceed|too long|maximum.*length|n_ctx", re.I)
 _POLL_S = 0.01  # how often the warmup's end is checked
+# A turn's body is built this long before it is due, so that at the due time only the send
+# is left (a 1M-token body takes 2-5 ms to build on a slow core); bodies are held only this
+# long. benchmarks/agentic_scale.py builds its own the same way.
+BUILD_LEAD_S = 0.01
 
 
 @dataclass
@@ -142,14 +146,19 @@ class Replayer:
         self.on_measured_start: Callable[[], object] | None = None  # when profiling starts
 
     # ---- sending -------------------------------------------------------------------
-    async def _send(self, tree: _Tree, stream: Stream, k: int, phase: str) -> RequestRecord:
+    def _spec(self, tree: _Tree, stream: Stream, k: int, phase: str) -> RequestSpec:
         turn = stream.turns[k]
         ctx = ReplayContext(tree.lane.index, tree.session, tree.salt, tree.plan.trace,
                             path=stream.name, phase=phase, turn=k,
                             chain=[t.req for t in stream.turns],
                             extra={"subagent_type": stream.kind, "delay": turn.delay,
                                    "recorded_abs_t": turn.t})
-        spec = self.bodies.spec(turn.req, ctx, None if phase == PHASE_MEASURED else 1)
+        return self.bodies.spec(turn.req, ctx, None if phase == PHASE_MEASURED else 1)
+
+    async def _send(self, tree: _Tree, stream: Stream, k: int, phase: str,
+                    spec: RequestSpec | None = None) -> RequestRecord:
+        if spec is None:
+            spec = self._spec(tree, stream, k, phase)
         warm = phase != PHASE_MEASURED
         self._warm_inflight += warm
         self.clock.started(tree.session)  # before any await: the caps see it in flight
@@ -179,9 +188,17 @@ class Replayer:
     async def _turn(self, tree: _Tree, stream: Stream, k: int, wait: float) -> bool:
         """Wait, join, send one turn. False: the stream stops (deadline or overflow)."""
         paced = not self.warming  # warmup turns go without their idle gaps
-        if paced and not await self.clock.sleep_until(time.perf_counter() + wait, tree.session):
-            return False
         root = stream is tree.plan.root
+        due, ready = time.perf_counter() + wait, None
+        if paced and wait > BUILD_LEAD_S and not (root and self._joins_pending(tree, k)):
+            # Built in the think time's last BUILD_LEAD_S, so that at the due time only the
+            # send is left; never held through a join (a sub-agent may run for minutes).
+            due = await self.clock.wake_before(due, tree.session, BUILD_LEAD_S)
+            if due is None:
+                return False
+            ready = self._spec(tree, stream, k, PHASE_MEASURED)
+        if paced and not await self.clock.sleep_until(due, tree.session):
+            return False
         if root:
             for b in tree.plan.joined_at(k):
                 if tree.tasks.get(b.id):
@@ -206,11 +223,16 @@ class Replayer:
         for b in spawns:
             if b.start_t < turn.end:
                 self._spawn(tree, b, turn.t)
-        rec = await self._send(tree, stream, k, phase)
+        rec = await self._send(tree, stream, k, phase,
+                               ready if phase == PHASE_MEASURED else None)
+        del ready  # not held through the next think time
         for b in spawns:
             if b.start_t >= turn.end:
                 self._spawn(tree, b, turn.end)
         return not (rec.error and _OVERFLOW.search(rec.error))  # an overflow ends the stream
+
+    def _joins_pending(self, tree: _Tree, k: int) -> bool:
+        return any(not t.done() for b in tree.plan.joined_at(k) for t in tree.tasks.get(b.id, ()))
 
     async def _park(self, wait: float) -> float:
         fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()

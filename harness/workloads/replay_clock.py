@@ -64,8 +64,18 @@ class ReplayClock:
     async def sleep_until(self, due: float, tree: str) -> bool:
         """Wait until `due` (perf_counter seconds), or less when a cap pulls it in. False:
         the deadline came first."""
+        return await self._wait(due, tree) is not None
+
+    async def wake_before(self, due: float, tree: str, lead: float) -> float | None:
+        """Wait until `lead` seconds before `due`, and say when `due` is now: earlier by as
+        much as a cap pulled this wait in. None: the deadline came first. (A turn's body is
+        built in that lead, harness/workloads/replay.py.)"""
+        t = await self._wait(due - lead, tree)
+        return None if t is None else t.due + lead
+
+    async def _wait(self, due: float, tree: str) -> _Timer | None:
         if time.perf_counter() >= self.deadline:
-            return False
+            return None
         loop = asyncio.get_running_loop()
         t = _Timer(due, tree, loop.create_future())
         self._timers.add(t)
@@ -73,7 +83,7 @@ class ReplayClock:
         if self._sys_expired or tree in self._tree_expired:
             loop.call_soon(self._recheck, tree)
         try:
-            return await t.fut
+            return t if await t.fut else None
         finally:
             self._timers.discard(t)
             if t.handle is not None:
