@@ -1,7 +1,8 @@
 """How many streamed chunks per second one client process ingests, and how exact its stamps are.
 
 Load: `harness.testing.fast_sse_server`, a server that costs almost nothing, pinned to the other
-core. Client: the harness's own `StreamingClient` and closed loop, pinned to one core. For a
+core. Client: the harness's own `StreamingClient` and closed loop, pinned to one core (its stamp
+probe's writer then runs on the other, harness.stamp_probe). For a
 sample of requests the client keeps every read; the server stamps the first event of every write
 with its send time (same CLOCK_MONOTONIC), so the timestamp error is measured, not estimated.
 

@@ -17,6 +17,7 @@ the lateness model missed by up to 2x in both directions. docs/client.md, "Stamp
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import struct
 import subprocess
@@ -29,6 +30,20 @@ import numpy as np
 MEAN_INTERVAL_S = 0.002  # 500 samples a second: ~0.5 % of a core in the client
 _WRITER = Path(__file__).with_name("stamp_writer.py")
 _UNPACK = struct.Struct("d").unpack_from
+
+
+def _away_from_client(pid: int) -> None:
+    """Run the writer on cores the client may not use, where there are any: a chunk arrives
+    from elsewhere (the server's core, a NIC's interrupt), and waking a client whose core sits
+    idle is slower than waking it from a process on its own core, which is all a writer
+    sharing it would ever measure (docs/client.md, "Stamp error")."""
+    try:
+        mine = os.sched_getaffinity(0)
+        others = set(range(os.cpu_count() or 1)) - mine
+        if others:
+            os.sched_setaffinity(pid, others)
+    except (AttributeError, OSError):  # no affinity here, or the writer already gone
+        pass
 
 
 class StampProbe:
@@ -62,6 +77,7 @@ class StampProbe:
             return
         finally:
             theirs.close()
+        _away_from_client(self._proc.pid)
         self._sock = ours
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(ours.fileno(), self._read)

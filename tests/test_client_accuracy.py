@@ -82,7 +82,12 @@ def _close(measured: float, true: float, extra_s: float = 0.0) -> bool:
     return abs(measured - true) <= max(0.01 * abs(true), 0.0005, extra_s)
 
 
-_QUANTILE = {"p90": 0.9, "p99": 0.99, "p99.9": 0.999}
+def _quantile(stat: str) -> float:
+    """The quantile a statistic's name says ("p95" -> 0.95, "p99.9" -> 0.999); 0 otherwise."""
+    try:
+        return float(stat[1:]) / 100.0 if stat.startswith("p") else 0.0
+    except ValueError:
+        return 0.0
 
 
 def _off_truth(m: dict, truth: dict, worst: dict[str, float], lenient: bool = False) -> dict:
@@ -99,7 +104,7 @@ def _off_truth(m: dict, truth: dict, worst: dict[str, float], lenient: bool = Fa
         if key not in m:
             continue
         stat, _, family = key.partition("_")
-        beyond = worst.get(f"n_{family}", 0) * (1 - _QUANTILE.get(stat, 0.0))
+        beyond = worst.get(f"n_{family}", 0) * (1 - _quantile(stat))
         extra = worst.get(family, 0.0) if lenient or beyond < 10 else 0.0
         if not _close(float(m[key]), true, extra):
             bad[key] = (m[key], true)

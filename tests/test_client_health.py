@@ -145,6 +145,32 @@ def test_stamp_probe_measures_a_blocked_loop() -> None:
         os.kill(pid, 0)
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_stamp_writer_runs_away_from_a_pinned_client() -> None:
+    """A client held to one core gets its probe's writer on the others (a chunk comes from
+    another core, and waking an idle core is the slower kind); an unpinned client's writer may
+    run anywhere."""
+    mine = os.sched_getaffinity(0)
+
+    async def writer_cpus() -> set[int]:
+        probe = StampProbe()
+        probe.start()
+        try:
+            assert probe._proc is not None
+            return os.sched_getaffinity(probe._proc.pid)
+        finally:
+            probe.stop()
+
+    core = min(mine)
+    os.sched_setaffinity(0, {core})
+    try:
+        pinned = asyncio.run(writer_cpus())
+    finally:
+        os.sched_setaffinity(0, mine)
+    assert pinned and core not in pinned
+    assert asyncio.run(writer_cpus()) == mine
+
+
 def test_pass_offsets_count_the_wait_behind_a_pass() -> None:
     """Reads handled in one loop pass wait for the ones before them: their offsets from the
     pass's first read are counted; a read in the next pass starts from zero again."""
