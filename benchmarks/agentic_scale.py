@@ -114,7 +114,7 @@ class Phase:
     build_max: float = 0.0  # the longest body build, wall (it holds the event loop)
     delays: list[float] = field(default_factory=list)  # due -> body on the socket
     issue: list[float] = field(default_factory=list)  # due -> the client starts the request
-    wake: list[float] = field(default_factory=list)  # due -> the lane's sleep returned
+    wake: list[float] = field(default_factory=list)  # due -> the send began (primers: built first)
     handoff: list[float] = field(default_factory=list)  # issue -> a worker process read it
     lags: list[float] = field(default_factory=list)  # event-loop lateness (lag probe)
     rss_peak: float = 0.0  # this process's resident memory, MB, sampled by the lag probe
