@@ -230,7 +230,7 @@ class StreamingClient(InflightAccount):
                     rec.error = refusal
                     rec.end_ts = clock()
                     return attempt
-                await _push_stream(resp.content, acc, rec, spec.keep_raw)
+                await _push_stream(resp, acc, rec, spec.keep_raw, self.settings.stall_timeout_s)
             acc.finish(rec, clock())
         except TimeoutError:
             acc.finish(rec, clock())
@@ -298,19 +298,30 @@ class _Abandoned(Exception):
     """Ends the wait for a stream the accumulator gave up on (an oversized event)."""
 
 
-async def _push_stream(content: aiohttp.StreamReader, acc: StreamAccumulator,
-                       rec: RequestRecord, keep_raw: bool) -> None:
+class _Stalled(Exception):
+    """Ends the wait for a stream that sent nothing for client.stall_timeout_s."""
+
+
+async def _push_stream(resp: aiohttp.ClientResponse, acc: StreamAccumulator,
+                       rec: RequestRecord, keep_raw: bool, stall_s: float) -> None:
     """Feed every received chunk of the body to the accumulator as aiohttp hands it over,
     stamped then (harness.arrival's push mode), until EOF. No reader wake-up, read or split
     per chunk: about half the per-chunk cost of reading the body through the StreamReader.
-    Runs inside aiohttp's protocol callback, so nothing in the sink may raise."""
+    Runs inside aiohttp's protocol callback, so nothing in the sink may raise.
+
+    No byte for `stall_s` raises TimeoutError, as aiohttp's sock_read would; but aiohttp
+    re-arms that timer on every read (a cancel and a call_later), so for the body it is
+    switched off and one timer of ours, re-armed only when it fires, watches the last read."""
+    content = resp.content
     raw = None
     if keep_raw:
         rec.raw_reads = []
         raw = rec.raw_reads.append
     feed = acc.feed
+    last = [time.perf_counter()]
 
     def sink(data: bytes, t: float) -> None:
+        last[0] = t
         if acc.failure:  # given up: the rest is dropped, the connection closed on exit
             return
         try:
@@ -322,6 +333,18 @@ async def _push_stream(content: aiohttp.StreamReader, acc: StreamAccumulator,
         if acc.failure:
             content.set_exception(_Abandoned())
 
+    loop = asyncio.get_running_loop()
+
+    def watch() -> None:
+        idle = time.perf_counter() - last[0]
+        if idle >= stall_s:
+            content.set_exception(_Stalled())
+        else:
+            timer[0] = loop.call_later(stall_s - idle, watch)
+
+    timer = [loop.call_later(stall_s, watch)]
+    if resp.connection is not None and resp.connection.protocol is not None:
+        resp.connection.protocol.read_timeout = None  # this response's only: set per request
     early = content.read_nowait()  # what came with the headers, before the sink was in place
     if early:
         sink(early, time.perf_counter())
@@ -331,7 +354,10 @@ async def _push_stream(content: aiohttp.StreamReader, acc: StreamAccumulator,
             await content.wait_eof()
     except _Abandoned:
         pass
+    except _Stalled:
+        raise TimeoutError(f"no byte for {stall_s:g} s") from None
     finally:
+        timer[0].cancel()
         arrival.unpush(content)
 
 
