@@ -37,9 +37,12 @@ def test_paced_turns_are_built_a_lead_before_they_are_sent(scripted_server, smol
                                                       strict=True)]
     paced = df[(df["phase"] == "measured") & (df["turn"] > 0)]
     assert len(paced) >= 4, df[["lane", "turn", "phase"]]
-    # built about BUILD_LEAD_S ahead (a loaded loop may wake late, never early)
-    assert (paced["lead"] > 0.6 * BUILD_LEAD_S).all(), paced["lead"].tolist()
-    assert (paced["lead"] < BUILD_LEAD_S + 0.05).all(), paced["lead"].tolist()
+    # built about BUILD_LEAD_S ahead. A wake-up the VM delays shortens one turn's lead (a full
+    # make test saw one under 6 ms), so most, not all; built at the due time instead, every
+    # lead is aiohttp's ~0.3 ms before the body goes out.
+    leads = paced["lead"]
+    assert (leads > 0.6 * BUILD_LEAD_S).mean() >= 0.75, leads.tolist()
+    assert (leads > 0).all() and (leads < BUILD_LEAD_S + 0.05).all(), leads.tolist()
     # and the wait still ends at the recorded gap: the lead is inside it, not added to it
     for _, g in df[df["session"].str.endswith("S1")].groupby("lane"):
         g = g.set_index("turn").sort_index()
