@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 # Every process this test session starts inherits this tag, so engine checks see only our own
@@ -61,3 +63,21 @@ def failed_rules(point: dict) -> set[str]:
 def assert_valid_unless_the_client_flagged_itself(point: dict) -> None:
     assert point["status"] == "ok", point["invalid_reasons"]
     assert failed_rules(point) <= CLIENT_RULES, point["invalid_reasons"]
+
+
+@asynccontextmanager
+async def loopback_app(path: str, handler: Callable[..., Awaitable[object]]
+                       ) -> AsyncIterator[str]:
+    """A one-route aiohttp server on loopback, for as long as the block runs: its base URL."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_post(path, handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()

@@ -20,6 +20,7 @@ from harness.client import ClientSettings, StreamingClient, run_async
 from harness.records import RequestRecord, RequestSpec
 from harness.sse import MALFORMED
 from harness.workloads.closed_loop import run_closed_loop
+from tests.helpers import loopback_app
 
 
 def _ev(obj: object) -> bytes:
@@ -66,19 +67,10 @@ def fetch(writes: list[bytes], *, strict: bool = False, headers: dict[str, str] 
         return resp
 
     async def go() -> RequestRecord:
-        app = web.Application()
-        app.router.add_post("/v1/completions", reply)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-        try:
+        async with loopback_app("/v1/completions", reply) as url:
             cs = ClientSettings(url, strict_sse=strict, **settings)  # type: ignore[arg-type]
             async with StreamingClient(cs) as c:
                 return await c.send(RequestSpec("r0", "/v1/completions", b"{}", 5, max_tokens))
-        finally:
-            await runner.cleanup()
 
     rec = asyncio.run(go())
     rec.tags["request_headers"] = seen

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from harness.client import STALL_ERROR, ClientSettings, StreamingClient
 from harness.records import RequestRecord, RequestSpec
+from tests.helpers import loopback_app
 
 STALL_S = 0.3
 
@@ -47,19 +48,10 @@ def _serve(head_wait: float, gaps: list[float], requests: int = 1) -> list[Reque
         return resp
 
     async def go() -> list[RequestRecord]:
-        app = web.Application()
-        app.router.add_post("/v1/completions", reply)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-        try:
-            async with StreamingClient(ClientSettings(url, stall_timeout_s=STALL_S)) as c:
-                return [await c.send(RequestSpec(f"r{i}", "/v1/completions", b"{}", 5, 4))
-                        for i in range(requests)]
-        finally:
-            await runner.cleanup()
+        async with (loopback_app("/v1/completions", reply) as url,
+                    StreamingClient(ClientSettings(url, stall_timeout_s=STALL_S)) as c):
+            return [await c.send(RequestSpec(f"r{i}", "/v1/completions", b"{}", 5, 4))
+                    for i in range(requests)]
 
     return asyncio.run(go())
 
