@@ -30,6 +30,7 @@ from yarl import URL
 
 from harness import arrival
 from harness.client_health import ClientHealth, HealthProbe
+from harness.inflight import InflightAccount
 from harness.records import RequestRecord, RequestSpec
 from harness.sse import DEFAULT_MAX_EVENT_BYTES, StreamAccumulator
 
@@ -86,41 +87,6 @@ def _api_key(settings: ClientSettings) -> str | None:
             "is empty; export it before running (the key is never written to results)"
         )
     return key
-
-
-class InflightAccount:
-    """Requests in flight over time, and the requests finished since the last reset: what a
-    HealthProbe reads of a client (harness.client_health.InflightMeter). One implementation
-    for StreamingClient and harness.client_pool.ClientPool."""
-
-    def __init__(self) -> None:
-        self.inflight = 0
-        self._inflight_area = 0.0
-        self._inflight_t = time.perf_counter()
-        # Per finished request since the last reset: (queue delay, send, first token, last
-        # token) on perf_counter, the token stamps NaN if it failed. The health probe turns
-        # them into the point's queue-delay figures and the stall bound.
-        self._finished: list[tuple[float, float, float, float]] = []
-
-    def _track(self, delta: int) -> None:
-        now = time.perf_counter()
-        self._inflight_area += self.inflight * (now - self._inflight_t)
-        self._inflight_t = now
-        self.inflight += delta
-
-    def reset_inflight_area(self) -> None:
-        self._track(0)
-        self._inflight_area = 0.0
-        self._finished = []
-
-    def finished_requests(self) -> list[tuple[float, float, float, float]]:
-        """(queue delay, send, first token, last token) in seconds of each request finished
-        since the last reset_inflight_area(); token stamps NaN for failed requests."""
-        return self._finished
-
-    def inflight_area(self) -> float:
-        self._track(0)
-        return self._inflight_area
 
 
 class StreamingClient(InflightAccount):

@@ -43,10 +43,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.client import ClientSettings, InflightAccount, StreamingClient
+from harness.client import ClientSettings, StreamingClient
 from harness.client_health import ClientHealth, HealthProbe
 from harness.client_pool_worker import Channel, failed_record, worker_main
 from harness.client_workers import WorkerError, merge_health, process_context
+from harness.inflight import InflightAccount
 from harness.records import RequestRecord, RequestSpec
 
 _START_TIMEOUT_S = 120.0  # forked from the forkserver: milliseconds, unless the host is swamped
