@@ -222,7 +222,7 @@ def stamp_error_bound(probe_ms: np.ndarray, passes: PassMeter, q: float) -> floa
     tail = 1.0 - q
     shares = tail * np.linspace(0.05, 0.95, 19)  # A's share of the tail
     a = np.percentile(probe_ms, 100.0 * (1.0 - shares))
-    b = np.asarray([passes.quantile_ms(1.0 - (tail - s)) for s in shares])
+    b = np.asarray(passes.quantiles_ms([1.0 - (tail - s) for s in shares]))
     return float(np.min(a + np.nan_to_num(b, nan=0.0)))
 
 

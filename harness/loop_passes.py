@@ -69,17 +69,25 @@ class PassMeter:
 
     def quantile_ms(self, q: float) -> float:
         """The q-quantile of the reads' offsets, in ms (each bin read at its upper edge)."""
+        return self.quantiles_ms([q])[0]
+
+    def quantiles_ms(self, qs: list[float]) -> list[float]:
+        """quantile_ms for each of qs, the histogram summed once."""
         n = self.reads()
         if n == 0:
-            return math.nan
-        rank = q * n
+            return [math.nan] * len(qs)
         cum = np.cumsum(np.asarray(self.hist, dtype=np.int64))
-        i = int(np.searchsorted(cum, rank))
-        if i < _BINS:
-            return (i + 1) / _BINS_PER_S * 1000.0
         rest = sorted(self.over)
-        k = min(int(rank - cum[-1]), len(rest) - 1)
-        return rest[max(k, 0)] * 1000.0
+        out = []
+        for q in qs:
+            rank = q * n
+            i = int(np.searchsorted(cum, rank))
+            if i < _BINS:
+                out.append((i + 1) / _BINS_PER_S * 1000.0)
+            else:
+                k = min(int(rank - cum[-1]), len(rest) - 1)
+                out.append(rest[max(k, 0)] * 1000.0)
+        return out
 
 
 PASSES = PassMeter()  # the process's one meter (one client event loop per process)
