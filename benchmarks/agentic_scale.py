@@ -16,7 +16,7 @@ turn's due time and its body reaching the socket (p50/p99/max). Last line, for s
 `agentic_scale lanes=N rss_mb=X cpu_ms_per_100k=Y send_delay_p99_ms=Z` (the measured phase;
 ` workers=W` appended when W > 1).
 
-`--workers N` (N > 1) sends through harness.client_pool as `client.workers=N` does: the lanes
+`--workers N` (N > 1) sends through harness.client.pool as `client.workers=N` does: the lanes
 and body building stay in this process, the HTTP work goes to N worker processes (lane mod N).
 CPU is then summed over all of them (from /proc: the forkserver's children are not ours for
 RUSAGE_CHILDREN), RSS is the sum of every process's peak, and the send delay includes the
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.client import ClientSettings, StreamingClient, run_async
-from harness.client_pool import ClientPool
+from harness.client.pool import ClientPool
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.config.compose import compose_sweep
 from harness.records import RequestSpec
 from harness.testing.spawn import spawn_server
@@ -296,7 +296,7 @@ def main() -> None:
     ap.add_argument("--spread-s", type=float, default=20.0, help="primers spread over this")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1,
-                    help="client processes (harness.client_pool, as client.workers=N)")
+                    help="client processes (harness.client.pool, as client.workers=N)")
     a = ap.parse_args()
     tokenizer = load_tokenizer(compose_sweep([]).model)
     bodies = AgenticBodies(BlockPrompts(tokenizer, a.seed), {"model": "m", "stream": True,

@@ -2,7 +2,7 @@
 
 Load: `harness.testing.fast_sse_server`, a server that costs almost nothing, pinned to the other
 core. Client: the harness's own `StreamingClient` and closed loop, pinned to one core (its stamp
-probe's writer then runs on the other, harness.stamp_probe). For a
+probe's writer then runs on the other, harness.client.stamp_probe). For a
 sample of requests the client keeps every read; the server stamps the first event of every write
 with its send time (same CLOCK_MONOTONIC), so the timestamp error is measured, not estimated.
 
@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import orjson
 
-from harness.client import ClientSettings, StreamingClient, run_async
-from harness.client_workers import closed_loop_over_workers
+from harness.client.closed_loop import run_closed_loop
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
+from harness.client.workers import closed_loop_over_workers
 from harness.records import RequestSpec
 from harness.testing.spawn import spawn_server
-from harness.workloads.closed_loop import run_closed_loop
 
 _STAMP = re.compile(rb'"t":([0-9.]+)')
 

@@ -5,7 +5,7 @@
 Builds a synthetic run directory (not timed: points.jsonl, one requests Parquet file per point
 with chunk times, server samples for every point), then times, and prints:
   - curves: every series' frontier, the canonical agentic winners and the interpolation at
-    three target interactivities (harness.curves)
+    three target interactivities (harness.publish.curves)
   - dashboard: `write_dashboard`'s main page, then with every point's page (first build,
     and a rebuild with nothing changed, which keeps every page)
 Target (docs/dashboards.md): curves and dashboard together in <= 10 s.
@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.curves import canonical_agentic_ids, interpolate_on_frontier
-from harness.dashboards.page import load_points, payload_points, write_dashboard
+from harness.publish.curves import canonical_agentic_ids, interpolate_on_frontier
+from harness.publish.dashboards.page import load_points, payload_points, write_dashboard
 
 CHUNKS = 16
 

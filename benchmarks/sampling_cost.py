@@ -27,18 +27,18 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from harness import series
-from harness.client import ClientSettings, StreamingClient, run_async
+from harness.client.closed_loop import run_closed_loop
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.engines import prometheus
 from harness.engines.counters import ENGINE_COUNTERS
 from harness.engines.process import get_text
 from harness.engines.sampler import MetricsSampler
 from harness.records import RequestSpec
+from harness.sweep import series
 from harness.telemetry import nvidia_smi
 from harness.telemetry.nvidia_smi import NvidiaSmiSampler
 from harness.testing.spawn import spawn_server
 from harness.testing.telemetry_emulator import install, nvidia_row
-from harness.workloads.closed_loop import run_closed_loop
 
 
 def _metrics_text(lines: int) -> str:

@@ -1,7 +1,8 @@
 """Reproduce the end-of-phase stall (issue 10, item 5) as a user would hit it.
 
 A phase of many requests against the zero-cost server, run the way a sweep runs one: through
-`harness.client.run_async` from a terminal, SIGINT at Python's default handler. Python 3.11's
+`harness.client.streaming.run_async` from a
+terminal, SIGINT at Python's default handler. Python 3.11's
 `asyncio.Runner.run` swaps its own SIGINT handler (a partial holding the main task) in and out;
 `signal.signal`/`getsignal` then try `Handlers(previous)`, whose ValueError message formats
 repr(partial) -> repr(task) -> repr(the task's result): every RequestRecord of the phase, twice.
@@ -23,10 +24,10 @@ from typing import Any
 
 import orjson
 
-from harness.client import ClientSettings, PhaseResult, StreamingClient, run_async
+from harness.client.closed_loop import run_closed_loop
+from harness.client.streaming import ClientSettings, PhaseResult, StreamingClient, run_async
 from harness.records import RequestRecord, RequestSpec
 from harness.testing.spawn import spawn_server
-from harness.workloads.closed_loop import run_closed_loop
 
 
 def specs(n: int, max_tokens: int) -> list[RequestSpec]:

@@ -16,8 +16,8 @@ import cProfile
 import pstats
 import time
 
+from harness.client.sse import StreamAccumulator
 from harness.records import RequestRecord
-from harness.sse import StreamAccumulator
 
 _CHUNK = (b'data: {"id":"cmpl-1","object":"text_completion","created":0,"model":"m",'
           b'"choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":null}]}\n\n')

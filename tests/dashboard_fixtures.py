@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.ingest import ingest
+from harness.publish.ingest import ingest
+from harness.record.results import RunDir
 from harness.records import PHASE_MEASURED, PHASE_WARMUP, RequestRecord
-from harness.results import RunDir
 
 EVIL = '<img src=x onerror="window.__pwned=1">'
 B200_ROWS = Path("scenarios/reference/dsr1_b200_rows.json")

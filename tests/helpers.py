@@ -18,7 +18,7 @@ os.environ.setdefault(SESSION_TAG, uuid.uuid4().hex)
 
 
 def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", *args], capture_output=True,
                           text=True, timeout=timeout)
 
 

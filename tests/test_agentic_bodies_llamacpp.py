@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.client import ClientSettings, StreamingClient, run_async
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.config.compose import compose_sweep
+from harness.engines.hints import EngineHints
 from harness.engines.llamacpp import LlamaCppAdapter
 from harness.engines.session import EngineSession
 from harness.workloads.agentic_bodies import AgenticBodies, replayed_hit_rates
-from harness.workloads.base import EngineHints
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay_context import ReplayContext
 from harness.workloads.traces import load_traces

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.results import read_points
+from harness.record.results import read_points
 from harness.workloads.traces import load_traces
 from harness.workloads.traces.fit import Fit, fit_traces
 from tests.helpers import assert_valid_unless_the_client_flagged_itself, harness

@@ -9,10 +9,10 @@ import pytest
 
 from harness.engines.counters import ENGINE_COUNTERS
 from harness.engines.server_cache import server_cache_facts
-from harness.exports.aiperf_records import Clock
-from harness.exports.aiperf_server_metrics import server_metrics_export
-from harness.point_record import PointIdentity, PointRecord
-from harness.validity import Validity
+from harness.publish.exports.aiperf_records import Clock
+from harness.publish.exports.aiperf_server_metrics import server_metrics_export
+from harness.record.point_record import PointIdentity, PointRecord
+from harness.record.validity import Validity
 
 
 def _scrape(prompt: float, device: float, host: float, usage: tuple[float, float]

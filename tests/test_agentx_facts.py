@@ -8,10 +8,10 @@ import statistics
 
 import pytest
 
-from harness.catalogue import CATALOGUE
-from harness.catalogue.agentx import AGENTX_NAMES
 from harness.engines.counters import ENGINE_COUNTERS
 from harness.engines.server_cache import server_cache_facts
+from harness.record.catalogue import CATALOGUE
+from harness.record.catalogue.agentx import AGENTX_NAMES
 from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord
 from harness.workloads.agentx_facts import latency_extras as extras
 from harness.workloads.agentx_facts import (
@@ -143,8 +143,8 @@ def test_vllm_sources_partition_the_prompt_and_percent_gauges_are_fractions() ->
 
 
 def test_server_metric_timeslices_are_one_second_from_the_window_start() -> None:
-    from harness.exports.aiperf_records import Clock
-    from harness.exports.aiperf_server_metrics import counter_slices, gauge_slices
+    from harness.publish.exports.aiperf_records import Clock
+    from harness.publish.exports.aiperf_server_metrics import counter_slices, gauge_slices
 
     clock = Clock(10.0, 0)
     # window 10.0 .. 12.5 s: slices [10, 11) [11, 12) [12, 12.5) (the last cut short)

@@ -178,7 +178,7 @@ def test_sigterm_stops_a_calibration_with_a_request_in_flight(tmp_path) -> None:
 
     work = tmp_path / "work"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "calibrate", "--k", "4", "--max-tokens", "2048",
+        [sys.executable, "-m", "harness.cli.main", "calibrate", "--k", "4", "--max-tokens", "2048",
          "--turns", "1", "--context-tokens", "512", "--out", str(tmp_path / "c.csv"),
          "--work-dir", str(work)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -10,10 +10,10 @@ import numpy as np
 import orjson
 import pytest
 
-from harness.client import ClientSettings, StreamingClient, run_async
-from harness.metrics import GpuCount, point_metrics, summarize
+from harness.client.closed_loop import run_closed_loop
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
+from harness.record.metrics import GpuCount, point_metrics, summarize
 from harness.records import RequestSpec
-from harness.workloads.closed_loop import run_closed_loop
 from tests.vm_noise import wakeup_lateness
 
 
@@ -196,7 +196,7 @@ def test_lockstep_burst_is_accurate_or_flagged(scripted_server: str) -> None:
 
     It once did not, on an idle machine (stamp error p99 3.7 ms measured, lag max 4.6 ms,
     estimate ~0): a few short stalls are too little time for a p99 over all chunks, but they
-    sit exactly on the burst's last chunks. The stall share (harness.client_health.stall_share)
+    sit exactly on the burst's last chunks. The stall share (harness.client.health.stall_share)
     sees the last chunks stamped inside a stall and flags the point."""
     specs = _specs(256, max_tokens=60, spread=False)
 

@@ -12,20 +12,20 @@ import numpy as np
 import orjson
 import pytest
 
-from harness.client import ClientSettings, StreamingClient, run_async
-from harness.client_health import (
+from harness.client.closed_loop import run_closed_loop
+from harness.client.health import (
     ClientHealth,
     HealthProbe,
     request_figures,
     stalled,
     stamp_error_quantile,
 )
-from harness.loop_passes import PassMeter
+from harness.client.loop_passes import PassMeter
+from harness.client.stamp_probe import StampProbe
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
+from harness.record.validity import ValiditySettings, client_rules
 from harness.records import RequestSpec
-from harness.stamp_probe import StampProbe
 from harness.testing.spawn import spawn_server
-from harness.validity import ValiditySettings, client_rules
-from harness.workloads.closed_loop import run_closed_loop
 
 
 class _Meter:

@@ -1,5 +1,5 @@
 """client.workers=N on agentic lanes: one scheduler in the parent, the HTTP work over N client
-worker processes (harness/client_pool.py), on the agentic workload's own run path."""
+worker processes (harness/client/pool.py), on the agentic workload's own run path."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.client import ClientSettings, run_async
-from harness.client_pool import ClientPool, exit_reason
+from harness.client.pool import ClientPool, exit_reason
+from harness.client.streaming import ClientSettings, run_async
 from harness.config.compose import compose_sweep
 from harness.testing.spawn import spawn_server
 from harness.workloads.agentic_bodies import AgenticBodies
@@ -135,8 +135,8 @@ def test_exit_reasons_name_the_worker_and_how() -> None:
 _CTRL_C = """
 import asyncio, os, sys
 import orjson
-from harness.client import ClientSettings, run_async
-from harness.client_pool import ClientPool
+from harness.client.streaming import ClientSettings, run_async
+from harness.client.pool import ClientPool
 from harness.records import RequestSpec
 
 def spec(i):

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from harness.client import ClientSettings, StreamingClient, run_async
+from harness.client.closed_loop import run_closed_loop
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.records import RequestRecord, RequestSpec
 from harness.testing.spawn import spawn_server
-from harness.workloads.closed_loop import run_closed_loop
 
 
 class _ReprCounter:

@@ -9,8 +9,8 @@ from collections import Counter
 import orjson
 import pytest
 
-from harness.client import ClientSettings
-from harness.client_workers import (
+from harness.client.streaming import ClientSettings
+from harness.client.workers import (
     WorkerError,
     run_partitioned,
     schedule_over_workers,
@@ -106,6 +106,6 @@ def test_workers_config_is_checked_before_anything_runs() -> None:
     assert compose_sweep([*base, "client.workers=2"]).client.workers == 2
     with pytest.raises(ConfigError, match=r"client\.workers"):
         compose_sweep([*base, "client.workers=0"])
-    # agentic lanes: one scheduler, the requests over a client pool (harness/client_pool.py)
+    # agentic lanes: one scheduler, the requests over a client pool (harness/client/pool.py)
     assert compose_sweep([*base, "scenarios=agentic-weka-cpu",
                           "client.workers=2"]).client.workers == 2

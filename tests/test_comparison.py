@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.curves import (
+from harness.publish.curves import (
     canonical_agentic_ids,
     interpolate_on_frontier,
     series_key,
@@ -18,9 +18,9 @@ from harness.curves import (
     throughput_frontier,
     with_costs,
 )
-from harness.dashboards.point_data import point_payload
-from harness.ingest import ingest
-from harness.point_record import load_flat
+from harness.publish.dashboards.point_data import point_payload
+from harness.publish.ingest import ingest
+from harness.record.point_record import load_flat
 from tests.dashboard_fixtures import B200_ROWS, build
 
 
@@ -147,7 +147,7 @@ def test_point_payload_against_the_records(tmp_path) -> None:
     ttft = sorted((m.first_token_ts - m.send_ts).tolist())
     assert d["dist"]["ttft"]["cdf_x"] == pytest.approx(ttft)
     tpot = sorted(((m.end_ts - m.first_token_ts) / (m.completion_tokens - 1)).tolist())
-    assert d["dist"]["tpot"]["cdf_x"] == pytest.approx(tpot)  # as harness.metrics.tpot
+    assert d["dist"]["tpot"]["cdf_x"] == pytest.approx(tpot)  # as harness.record.metrics.tpot
     itl = [b - a for c in m.chunk_ts for a, b in itertools.pairwise(c)]
     assert d["dist"]["itl"]["n"] == len(itl)  # never a gap across two requests
     assert d["dist"]["itl"]["p50"] == pytest.approx(float(np.percentile(itl, 50)))
@@ -167,7 +167,7 @@ def test_point_payload_against_the_records(tmp_path) -> None:
     # a point without its records (a published row) has numbers only
     assert point_payload({"point_id": "nope"}, root) == {"has_requests": False,
                                                           "series_source": "none", "series": []}
-    from harness.dashboards.point_page import _script_json
+    from harness.publish.dashboards.point_page import _script_json
 
     assert json.loads(_script_json(d))["requests"] == len(req)  # NaN as null: valid JSON
 
@@ -184,7 +184,7 @@ def test_old_run_without_server_metrics_degrades(tmp_path) -> None:
 
 
 def test_dashboard_files(tmp_path) -> None:
-    from harness.dashboards.page import write_dashboard
+    from harness.publish.dashboards.page import write_dashboard
 
     info = build(tmp_path)
     out = write_dashboard(info["runs"], tmp_path / "d.html", "t")
@@ -197,8 +197,8 @@ def test_dashboard_files(tmp_path) -> None:
 
 
 def test_unchanged_pages_are_kept_and_changed_ones_rebuilt(tmp_path) -> None:
-    from harness.dashboards.page import load_points, payload_points
-    from harness.dashboards.point_page import write_point_pages
+    from harness.publish.dashboards.page import load_points, payload_points
+    from harness.publish.dashboards.point_page import write_point_pages
 
     info = build(tmp_path)
     out = tmp_path / "d.html"

@@ -107,7 +107,7 @@ def test_empty_concurrency() -> None:
 
 def test_cli_exits_2_with_the_message_before_starting_anything(tmp_path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "sweep", "scenarios=fixed-8k1k",
+        [sys.executable, "-m", "harness.cli.main", "sweep", "scenarios=fixed-8k1k",
          f"results_dir={tmp_path}"],
         capture_output=True, text=True, timeout=120,
     )
@@ -118,7 +118,7 @@ def test_cli_exits_2_with_the_message_before_starting_anything(tmp_path) -> None
 
 
 def test_sweep_help_lists_every_group_and_its_options() -> None:
-    r = subprocess.run([sys.executable, "-m", "harness.cli", "sweep", "--help"],
+    r = subprocess.run([sys.executable, "-m", "harness.cli.main", "sweep", "--help"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     groups = r.stdout.split("== Config groups ==")[1].split("== Settings")[0]

@@ -223,7 +223,7 @@ def test_a_scenario_takes_a_dataset_or_trace_files_never_both(layouts) -> None:
 
 
 def test_traces_stats_reads_a_dataset_directory(layouts, capsys) -> None:
-    from harness.cli_traces import traces_command
+    from harness.cli.traces import traces_command
 
     assert traces_command(["stats", str(layouts["jsonl"]), "--max-entries", "1"]) == 0
     out = capsys.readouterr().out

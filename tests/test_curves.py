@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.curves import cost_columns, interpolate_at, monotone_curve, pareto_frontier
+from harness.publish.curves import cost_columns, interpolate_at, monotone_curve, pareto_frontier
 
 
 def _brute_force(xs, ys):

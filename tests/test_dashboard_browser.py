@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from harness.curves import pareto_frontier
-from harness.dashboards.figure import build_figure, export_image
-from harness.dashboards.page import load_points, write_dashboard
-from harness.ingest import ingest
-from harness.metrics import metric
-from harness.results import RunDir
+from harness.publish.curves import pareto_frontier
+from harness.publish.dashboards.figure import build_figure, export_image
+from harness.publish.dashboards.page import load_points, write_dashboard
+from harness.publish.ingest import ingest
+from harness.record.metrics import metric
+from harness.record.results import RunDir
 
 pytestmark = pytest.mark.slow
 EVIL = '<img src=x onerror="window.__pwned=1">'

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.dashboards.page import write_dashboard
-from harness.point_record import load_flat
+from harness.publish.dashboards.page import write_dashboard
+from harness.record.point_record import load_flat
 from tests.dashboard_fixtures import EVIL, build
 from tests.test_comparison import independent_at
 
@@ -172,7 +172,7 @@ def test_invalid_points_never_shape_a_frontier(site, tab) -> None:
 def test_js_canonical_agentic_frontier_matches_python(site, tab) -> None:
     import numpy as np
 
-    from harness.curves import canonical_agentic_ids
+    from harness.publish.curves import canonical_agentic_ids
 
     if "dash.html" not in tab.url:  # the page the test before left open will do
         _open(tab, site["out"].as_uri(), "document.getElementById('chart').data !== undefined")

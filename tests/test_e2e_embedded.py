@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 
-from harness.results import read_points
+from harness.record.results import read_points
 from tests.helpers import assert_valid_unless_the_client_flagged_itself, engine_pids, harness
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.results import read_points
+from harness.record.results import read_points
 from harness.testing.self_gate import tokenizer_file
 from harness.testing.spawn import spawn_server
 from tests.helpers import harness

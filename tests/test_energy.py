@@ -1,4 +1,4 @@
-"""Measured energy (harness/energy.py): the integral of a known trace against its hand-worked
+"""Measured energy (harness/record/energy.py): the integral of a known trace against its hand-worked
 value, and every power_valid rule made to fail by the fault it names. Pure, no processes."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from harness import energy
-from harness.point import PowerMeasurement, power_facts
+from harness.record import energy
+from harness.sweep.point import PowerMeasurement, power_facts
 
 
 def _linear(device: str, a: float, b: float, times: list[float]) -> list[tuple]:
@@ -135,7 +135,7 @@ def test_the_point_says_when_nothing_was_sampled() -> None:
 
 
 def test_require_power_makes_an_invalid_measurement_an_invalid_point() -> None:
-    from harness.point import power_rule
+    from harness.sweep.point import power_rule
 
     none = power_facts(PowerMeasurement("none", "no accelerator telemetry on this host"), {})
     assert power_rule(none, required=False) == []  # upstream's default: best-effort

@@ -200,11 +200,11 @@ def test_stream_interval_that_is_not_a_count_is_refused() -> None:
 
 def test_a_point_records_the_engines_stream_interval(tmp_path) -> None:
     """ITL is per chunk: the point says how many tokens a chunk may carry."""
-    from harness.metrics import GpuCount
-    from harness.point import JobContext
-    from harness.results import RunDir
-    from harness.runner import plan_points, run_point
-    from harness.validity import settings_for
+    from harness.record.metrics import GpuCount
+    from harness.record.results import RunDir
+    from harness.record.validity import settings_for
+    from harness.sweep.point import JobContext
+    from harness.sweep.runner import plan_points, run_point
     from tests.test_runner_loop import FakeSession, SyntheticWorkload, _record
 
     for extra, want in (([], 1), (["engine.extra_args=['--stream-interval','10']"], 10)):

@@ -57,7 +57,7 @@ def test_no_server_survives_the_harness(tmp_path, sig, when) -> None:
     out = tmp_path / "harness.out"
     with out.open("w") as sink:  # a file, not a pipe nobody reads (that could block it)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[1]",
+            [sys.executable, "-m", "harness.cli.main", "sweep", "concurrency=[1]",
              "scenario.requests_per_conc=50", f"results_dir={tmp_path}", "run_id=k"],
             stdout=sink, stderr=subprocess.STDOUT, preexec_fn=_as_at_a_terminal,
         )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import read_points
+from harness.record.results import read_points
 from harness.testing.self_gate import tokenizer_file
 from harness.testing.spawn import spawn_server
 from tests.helpers import harness
@@ -259,10 +259,10 @@ def test_bad_inputs_are_one_line_errors(exported, tmp_path) -> None:
 
 
 def test_names_and_clashes() -> None:
-    from harness.exports.aiperf_server_metrics import split_key
-    from harness.exports.inferencex_fixed import result_filename, result_filenames
-    from harness.point_record import PointIdentity, PointRecord
-    from harness.validity import Validity
+    from harness.publish.exports.aiperf_server_metrics import split_key
+    from harness.publish.exports.inferencex_fixed import result_filename, result_filenames
+    from harness.record.point_record import PointIdentity, PointRecord
+    from harness.record.validity import Validity
 
     def rec(**kw) -> PointRecord:
         i = PointIdentity(**{"model": "deepseek-r1", "precision": "fp8", "chip": "b200",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.gate import compare_samples
+from harness.publish.gate import compare_samples
 from harness.testing.self_gate import BASELINE, run_check
 from tests.helpers import harness
 

@@ -1,4 +1,5 @@
-"""The house rules that keep modules one job each: no import cycles, no long functions."""
+"""The house rules that keep modules one job each: no import cycles, imports that point down
+the layers of docs/architecture.md, no long functions."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "harness"
 MAX_FUNCTION_LINES = 60
 # The client's hot path reads one socket buffer per iteration; splitting it costs per-chunk
 # calls the ingest benchmark measures.
-HOT_PATH = {("client.py", "_send_once"), ("sse.py", "feed"), ("sse.py", "_feed_head")}
+HOT_PATH = {("streaming.py", "_send_once"), ("sse.py", "feed"), ("sse.py", "_feed_head")}
 
 
 def _module_name(path: Path) -> str:
@@ -92,11 +93,12 @@ def test_no_function_is_longer_than_sixty_lines() -> None:
 
 
 def test_docs_metrics_is_generated_from_the_catalogue() -> None:
-    from harness.metrics import catalogue_markdown
+    from harness.record.metrics import catalogue_markdown
 
     doc = PACKAGE.parent / "docs" / "metrics.md"
     assert doc.read_text() == catalogue_markdown(), (
-        "docs/metrics.md is stale: python -c 'from harness.metrics import catalogue_markdown; "
+        "docs/metrics.md is stale: python -c "
+        "'from harness.record.metrics import catalogue_markdown; "
         "open(\"docs/metrics.md\", \"w\").write(catalogue_markdown())'")
 
 
@@ -109,3 +111,77 @@ def test_code_cites_only_docs_that_live_in_this_repository() -> None:
         for m in re.finditer(r"(?<![:\w/.-])docs/[\w/.-]+\.md", path.read_text()):
             assert (root / m.group()).is_file(), f"{path}: cites {m.group()}, not in the repo"
         assert "shared/" not in path.read_text() or path.name == "test_house.py", path
+
+
+# docs/architecture.md: the packages by job, lowest first. A module may import its own package
+# and any package of a lower layer, never one above it. Packages of one layer do not import
+# each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("harness", "harness.records", "harness.config"),
+    ("harness.client",),
+    ("harness.spec",),
+    ("harness.record",),
+    ("harness.telemetry", "harness.engines"),
+    ("harness.workloads",),
+    # Beside publishing: the InferenceX catalog importer (reads upstream, renders launches) and
+    # the correctness checks (evals, lossless speculation), both run by a sweep.
+    ("harness.publish", "harness.catalog", "harness.evals"),
+    ("harness.sweep",),
+    ("harness.cli",),
+    ("harness.testing",),
+)
+# Modules at the package's root, outside any package: the version, and the request records
+# that every layer passes along (workloads build RequestSpecs, the client fills RequestRecords,
+# metrics and results read them).
+ROOT_MODULES = {"harness", "harness.records"}
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    return module if module in ROOT_MODULES else ".".join(parts[:2])
+
+
+def _layer_of(package: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if package in layer:
+            return i
+    raise AssertionError(f"{package} is in no layer of tests/test_house.py LAYERS "
+                         "(add it, and to docs/architecture.md)")
+
+
+def _wrong_way(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for mod, deps in graph.items():
+        here = _package_of(mod)
+        for d in deps:
+            there = _package_of(d)
+            if here == there:
+                continue
+            if _layer_of(there) > _layer_of(here) or (
+                    _layer_of(there) == _layer_of(here) and there not in ROOT_MODULES
+                    and here not in ROOT_MODULES and _layer_of(here) != 0):
+                out.append(f"{mod} -> {d}")
+    return sorted(out)
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    graph = {"harness.client.sse": {"harness.record.metrics"},
+             "harness.record.metrics": {"harness.records"},
+             "harness.engines.base": {"harness.telemetry.base"}}
+    assert _wrong_way(graph) == ["harness.client.sse -> harness.record.metrics",
+                                 "harness.engines.base -> harness.telemetry.base"]
+
+
+def test_imports_point_down_the_layers() -> None:
+    wrong = _wrong_way(_graph())
+    assert not wrong, ("imports that point up the layers (docs/architecture.md):\n"
+                       + "\n".join(wrong))
+
+
+def test_the_package_root_holds_only_what_belongs_to_all() -> None:
+    root = sorted(f"harness.{p.stem}" for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+    assert set(root) <= ROOT_MODULES, (
+        f"modules at harness/'s root outside a package: {sorted(set(root) - ROOT_MODULES)}; "
+        "put each in the package of its job (docs/architecture.md)")
+    for pkg in (p for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        _layer_of(f"harness.{pkg.name}")

@@ -9,9 +9,9 @@ from collections import defaultdict
 
 import pytest
 
-from harness.curves import cost_columns, pareto_frontier
-from harness.ingest import IngestError, ingest
-from harness.results import read_points
+from harness.publish.curves import cost_columns, pareto_frontier
+from harness.publish.ingest import IngestError, ingest
+from harness.record.results import read_points
 from tests.helpers import harness
 
 ROWS = "scenarios/reference/dsr1_b200_rows.json"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.metrics import GpuCount, point_metrics, throughput
+from harness.record.metrics import GpuCount, point_metrics, throughput
 from harness.records import RequestRecord
 
 

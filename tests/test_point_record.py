@@ -10,11 +10,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.dashboards.page import render_page
-from harness.gate import gate
-from harness.metrics import CATALOGUE, metric
-from harness.point_record import SCHEMA_VERSION, PointRecord, load_flat, load_records
-from harness.tables import frontier_table
+from harness.publish.dashboards.page import render_page
+from harness.publish.gate import gate
+from harness.publish.tables import frontier_table
+from harness.record.metrics import CATALOGUE, metric
+from harness.record.point_record import SCHEMA_VERSION, PointRecord, load_flat, load_records
 from tests.helpers import harness
 
 V1 = Path(__file__).parent / "fixtures" / "results_v1"
@@ -133,7 +133,7 @@ def test_scenario_fields_added_later_keep_old_fixed_point_ids() -> None:
     import orjson
 
     from harness.config.compose import compose_sweep
-    from harness.identity import scenario_settings_hash
+    from harness.record.identity import scenario_settings_hash
     from harness.testing.self_gate import BASELINE, SWEEP_ARGS
 
     sc = compose_sweep(["engine=endpoint", "engine.url=http://127.0.0.1:1", *SWEEP_ARGS])

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.client import ClientSettings, StreamingClient, run_async
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.testing.spawn import spawn_server
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.prompts import BlockPrompts

@@ -8,7 +8,7 @@ import numpy as np
 import orjson
 
 from harness.config.compose import compose_sweep
-from harness.runner import plan_points
+from harness.sweep.runner import plan_points
 from harness.workloads.fixed_seq import FixedSequenceWorkload, stream_body
 from harness.workloads.inferencex_prompts import InferenceXPromptBuilder
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from harness.record.results import RunDir, read_points
 from harness.records import RequestRecord
-from harness.results import RunDir, read_points
 
 
 def test_points_roundtrip_last_line_wins_and_torn_tail_is_ignored(tmp_path) -> None:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.results import read_points
+from harness.record.results import read_points
 from harness.testing.spawn import spawn_server
 from tests.helpers import (
     CLIENT_RULES,
@@ -26,7 +26,7 @@ SMALL = ["scenario.requests_per_conc=3", "scenario.warmup_per_conc=1"]
 
 def _children(pid: int) -> list[int]:
     """The sweep's engine processes (its other child, while a point runs, is the client's
-    stamp-probe writer, harness/stamp_writer.py)."""
+    stamp-probe writer, harness/client/stamp_writer.py)."""
     out = subprocess.run(["pgrep", "-P", str(pid), "-f", "harness.engines"],
                          capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -37,7 +37,7 @@ def _lines(path) -> list[dict]:
 
 
 def test_sigkill_midway_then_rerun_keeps_every_point_exactly_once(tmp_path) -> None:
-    args = [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[1,2,3]", *SMALL,
+    args = [sys.executable, "-m", "harness.cli.main", "sweep", "concurrency=[1,2,3]", *SMALL,
             f"results_dir={tmp_path}", "run_id=r"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     points = tmp_path / "r" / "points.jsonl"
@@ -72,7 +72,7 @@ def test_sigkill_midway_then_rerun_keeps_every_point_exactly_once(tmp_path) -> N
 def _disturb_engine_mid_point(tmp_path, run_id: str, sig: int, *extra: str) -> tuple[str, dict]:
     """Run a two-point sweep (conc 2 then 1), send `sig` to the engine while the first point
     is under way, let the sweep finish; return its output and points by concurrency."""
-    args = [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[2,1]",
+    args = [sys.executable, "-m", "harness.cli.main", "sweep", "concurrency=[2,1]",
             "scenario.requests_per_conc=6", "scenario.warmup_per_conc=1", *extra,
             f"results_dir={tmp_path}", f"run_id={run_id}"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -7,19 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from harness.client import PhaseResult
-from harness.client_health import ClientHealth
+from harness.client.health import ClientHealth
+from harness.client.streaming import PhaseResult
 from harness.config.compose import compose_sweep
+from harness.engines.hints import EngineHints
 from harness.engines.registry import make_adapter
-from harness.metrics import CATALOGUE, GpuCount
-from harness.point import JobContext
-from harness.point_record import load_records
+from harness.record.metrics import CATALOGUE, GpuCount
+from harness.record.point_record import load_records
+from harness.record.results import RunDir
+from harness.record.validity import settings_for
 from harness.records import RequestRecord
-from harness.results import RunDir
-from harness.runner import plan_points, run_point
-from harness.validity import settings_for
+from harness.sweep.point import JobContext
+from harness.sweep.runner import plan_points, run_point
 from harness.workloads.agentic_lanes import AgenticLaneWorkload
-from harness.workloads.base import EngineHints, LoadLevel, Measurement, Target, Workload
+from harness.workloads.base import LoadLevel, Measurement, Target, Workload
 from harness.workloads.fixed_seq import FixedSequenceWorkload
 
 

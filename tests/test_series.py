@@ -1,4 +1,4 @@
-"""A point's time series (harness/series.py, docs/series.md): exact in-flight and send rate
+"""A point's time series (harness/sweep/series.py, docs/series.md): exact in-flight and send rate
 from the records, loop lag from the probe, server scrapes under neutral names, the file's
 fixed columns, and run_point writing it before the point's line."""
 
@@ -11,20 +11,21 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness import series
-from harness.client import PhaseResult
-from harness.client_health import ClientHealth
+from harness.client.health import ClientHealth
+from harness.client.streaming import PhaseResult
 from harness.config.compose import compose_sweep
 from harness.engines.counters import ENGINE_COUNTERS
+from harness.engines.hints import EngineHints
 from harness.engines.registry import make_adapter
-from harness.metrics import GpuCount
-from harness.point import JobContext
+from harness.record.metrics import GpuCount
+from harness.record.results import RunDir
+from harness.record.validity import settings_for
 from harness.records import RequestRecord
-from harness.results import RunDir
-from harness.runner import choose_telemetry, plan_points, run_point
+from harness.sweep import series
+from harness.sweep.point import JobContext
+from harness.sweep.runner import choose_telemetry, plan_points, run_point
 from harness.telemetry.base import GpuReading
-from harness.validity import settings_for
-from harness.workloads.base import EngineHints, LoadLevel, Measurement, Target, Workload
+from harness.workloads.base import LoadLevel, Measurement, Target, Workload
 
 
 def _req(i: int, send: float, end: float, phase: str = "measured") -> RequestRecord:

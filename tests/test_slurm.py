@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from harness.config.locations import repo_root
-from harness.results import read_points
+from harness.record.results import read_points
 from tests.helpers import harness
 
 pytestmark = pytest.mark.slow

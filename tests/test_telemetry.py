@@ -12,21 +12,22 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness import telemetry
-from harness.client import PhaseResult
-from harness.client_health import ClientHealth
+from harness.client.health import ClientHealth
+from harness.client.streaming import PhaseResult
 from harness.config.compose import compose_sweep
 from harness.config.errors import ConfigError
-from harness.curves import cost_columns
+from harness.engines.hints import EngineHints
 from harness.engines.registry import make_adapter
-from harness.metrics import GpuCount
-from harness.point import JobContext
+from harness.publish.curves import cost_columns
+from harness.record.metrics import GpuCount
+from harness.record.results import RunDir
+from harness.record.validity import settings_for
 from harness.records import RequestRecord
-from harness.results import RunDir
-from harness.runner import choose_telemetry, plan_points, run_point
+from harness.sweep.point import JobContext
+from harness.sweep.runner import choose_telemetry, plan_points, run_point
 from harness.telemetry import amd_smi, nvidia_smi
 from harness.testing.telemetry_emulator import amd_gpu, install, nvidia_row
-from harness.validity import settings_for
-from harness.workloads.base import EngineHints, LoadLevel, Measurement, Target, Workload
+from harness.workloads.base import LoadLevel, Measurement, Target, Workload
 
 LAW = {"0": [300.0, 5.0], "1": [250.0, -3.0]}  # watts = a + b (now - t0)
 

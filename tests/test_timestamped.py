@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.config.errors import ConfigError
-from harness.results import read_points
+from harness.record.results import read_points
 from harness.testing.self_gate import tokenizer_file
 from harness.testing.spawn import spawn_server
 from harness.workloads.timestamped import arrivals

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.validity import (
+from harness.record.validity import (
     Rule,
     Validity,
     ValiditySettings,

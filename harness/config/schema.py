@@ -228,7 +228,7 @@ class ClientConfig:
     # An SSE event larger than this fails its request with a reason (a server that never ends
     # an event would otherwise grow the client's buffer without bound).
     max_event_bytes: int = 4 << 20
-    # Client processes a point's load is split over (harness/client_workers.py); 1: one.
+    # Client processes a point's load is split over (harness/client/workers.py); 1: one.
     workers: int = 1
     # A point is flagged when the client held requests longer than this between issuing one
     # and its body reaching the socket (p99, connection set-up excluded)...

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from harness.config.errors import ConfigError, did_you_mean
+from harness.config.kinds import ENGINE_KINDS, WORKLOAD_KINDS
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 from harness.config.validate_scenario import check_dataset, check_fixed
 
@@ -27,9 +28,7 @@ MAX_REQUESTS_PER_JOB = 250_000  # fixed-sequence prompts one job builds (warmup 
 
 
 def engine_kinds() -> tuple[str, ...]:
-    """The engine kinds the adapter registry knows (imported here, not copied: one list)."""
-    from harness.engines.registry import ENGINE_KINDS  # lazy: the registry names adapters
-
+    """The engine kinds the adapter registry maps (harness.config.kinds: one list)."""
     return ENGINE_KINDS
 
 
@@ -158,7 +157,7 @@ def results_dir_problem(results_dir: str, run_id: str = "") -> str | None:
 
 def check_run_location(results_dir: str, run_id: str, where: Locator) -> None:
     """run_id names one directory inside results_dir, and results_dir must be writable."""
-    from harness.results import run_id_problem  # lazy: results imports pyarrow
+    from harness.config.run_id import run_id_problem
 
     problem = run_id_problem(run_id)
     if problem:
@@ -282,11 +281,10 @@ def check_concurrency(sc: SweepConfig, where: Locator) -> None:
 def check_combinations(sc: SweepConfig, where: Locator) -> None:
     """Rules that involve more than one file. Each names the key to change and how."""
     sc_, eng, spec, model = sc.scenario, sc.engine, sc.speculator, sc.model
-    from harness.workloads.registry import WORKLOAD_KINDS as SCENARIO_KINDS
 
-    if sc_.kind not in SCENARIO_KINDS:
+    if sc_.kind not in WORKLOAD_KINDS:
         raise ConfigError(where("scenario.kind"), "scenario.kind", f"unknown kind {sc_.kind!r}",
-                          f"use one of {SCENARIO_KINDS}")
+                          f"use one of {WORKLOAD_KINDS}")
     kinds = engine_kinds()
     if eng.kind not in kinds:
         raise ConfigError(where("engine.kind"), "engine.kind", f"unknown engine {eng.kind!r}",

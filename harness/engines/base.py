@@ -16,6 +16,7 @@ from typing import Any
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
+from harness.engines.hints import EngineHints
 from harness.engines.template import (
     check_template,
     flag_value,
@@ -24,7 +25,6 @@ from harness.engines.template import (
     template_values,
 )
 from harness.spec.acceptance import AcceptancePlan, synthetic_rates
-from harness.workloads.base import EngineHints
 
 
 class EngineConfigError(ValueError):

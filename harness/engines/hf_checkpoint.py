@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from harness.config.schema import ModelConfig
-from harness.weights import cache_dir, gguf_path
+from harness.engines.weights import cache_dir, gguf_path
 
 log = logging.getLogger(__name__)
 

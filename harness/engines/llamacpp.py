@@ -9,7 +9,7 @@ from typing import Any
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.engines.base import EngineAdapter, LaunchPlan, Locate
-from harness.weights import gguf_path
+from harness.engines.weights import gguf_path
 
 
 class LlamaCppAdapter(EngineAdapter):

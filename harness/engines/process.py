@@ -87,7 +87,7 @@ class ServerProcess:
             log.write(f"# argv: {self.plan.argv}\n".encode())
             log.flush()
         except OSError as e:  # the run directory is full or read-only: a results failure
-            from harness.results import ResultsWriteError
+            from harness.record.results import ResultsWriteError
 
             raise ResultsWriteError(self.log_path, e.strerror or str(e), errno_=e.errno) from e
         env = {**os.environ, **self.plan.env}

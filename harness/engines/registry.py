@@ -1,15 +1,18 @@
 """engine.kind -> adapter class. Adding an engine: one module here and one YAML; every other
-list of engine kinds (config validation, choices) reads `ENGINE_KINDS`."""
+list of engine kinds reads `ENGINE_KINDS`; config validation reads the same names from
+harness/config/kinds.py (checked here at import)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harness.config import kinds
+
 if TYPE_CHECKING:  # the registry stays importable from config validation without cycles
     from harness.config.schema import SweepConfig
     from harness.engines.base import EngineAdapter, Locate
+    from harness.engines.hints import EngineHints
     from harness.spec.acceptance import AcceptancePlan
-    from harness.workloads.base import EngineHints
 
 _ADAPTERS = {
     "llamacpp": ("harness.engines.llamacpp", "LlamaCppAdapter"),
@@ -20,6 +23,9 @@ _ADAPTERS = {
     "endpoint": ("harness.engines.endpoint", "EndpointAdapter"),
 }
 ENGINE_KINDS = tuple(_ADAPTERS)
+if ENGINE_KINDS != kinds.ENGINE_KINDS:  # config validation reads harness.config.kinds
+    raise ImportError(f"harness/engines/registry.py maps {ENGINE_KINDS}, "
+                      f"harness/config/kinds.py names {kinds.ENGINE_KINDS}")
 
 
 def adapter_class(kind: str) -> type[EngineAdapter]:

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from harness.config.locations import repo_root
+from harness.engines.weights import cache_dir
 from harness.testing.spawn import spawn_server
-from harness.weights import cache_dir
 
 BASELINE = repo_root() / "results" / "baselines" / "scripted"
 SERVER_ARGS = ("--ttft-ms", "25", "--itl-ms", "8", "--tokens-per-chunk", "1", "2")
@@ -55,7 +55,7 @@ def run_check(out: Path, slowdown: float = 1.0, fail_every: int = 0) -> Path:
         extra += ["--fail-every", str(fail_every)]
     with spawn_server("harness.testing.scripted_server", *SERVER_ARGS, *extra) as port:
         r = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "sweep", "engine=endpoint",
+            [sys.executable, "-m", "harness.cli.main", "sweep", "engine=endpoint",
              f"engine.url=http://127.0.0.1:{port}", *SWEEP_ARGS,
              f"results_dir={out.parent}", f"run_id={out.name}"],
             capture_output=True, text=True, timeout=900,
@@ -72,7 +72,7 @@ def main() -> int:
     p.add_argument("--markdown", type=Path, default=None)
     a = p.parse_args()
     run = run_check(a.out)
-    cli = [sys.executable, "-m", "harness.cli"]
+    cli = [sys.executable, "-m", "harness.cli.main"]
     if a.save_baseline:
         return subprocess.call([*cli, "baseline", str(run), "--to", str(BASELINE)])
     cmd = [*cli, "gate", "--baseline", str(BASELINE), "--candidate", str(run)]

@@ -11,18 +11,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.client import PhaseResult, run_async
-from harness.client_pool import open_client
+from harness.client.pool import open_client
+from harness.client.streaming import PhaseResult, run_async
 from harness.config.errors import ConfigError
 from harness.config.locations import CONTEXT_MARGIN
 from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.engines import prometheus
+from harness.engines.hints import EngineHints
 from harness.engines.sampler import Sampled
+from harness.record.validity import Rule, ValiditySettings
 from harness.records import PHASE_MEASURED
-from harness.validity import Rule, ValiditySettings
 from harness.workloads.agentic_bodies import CACHE_BUST_MODES, AgenticBodies, replayed_hit_rates
 from harness.workloads.agentx_facts import agentx_facts
-from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
+from harness.workloads.base import LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import Replayer, ReplaySettings
@@ -140,7 +141,7 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
 
     async def go() -> tuple[Any, Any]:
         # client.workers > 1: the scheduler stays here, the HTTP work goes to worker
-        # processes (harness.client_pool); 1: the in-process client, as ever.
+        # processes (harness.client.pool); 1: the in-process client, as ever.
         async with open_client(settings) as client:
             bodies = AgenticBodies(w.prompts, w.body, w.overhead, rs.api,
                                    cache_bust=scen.cache_bust)

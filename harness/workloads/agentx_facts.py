@@ -3,7 +3,7 @@ maps each to AgentX's): what InferenceX's agentic aggregation reports beyond the
 (docs/upstream/agentx.md §2.2-2.3a). Pure functions of the point's records.
 
 Upstream's record set is ours: its profiling records without an error are our measured
-requests with timing (harness.metrics.has_timing); its warmup records are our warmup turns
+requests with timing (harness.record.metrics.has_timing); its warmup records are our warmup turns
 and one-token probes. Statistics are AgentX's: mean, p50, p75, p90, p95 (linear
 interpolation) and the population std (SemiAnalysisAI/InferenceX:infx/results/agentic/
 common.py@a30c9cb26d6d2a218ef87aadcaf854123ffcf71e).
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from harness.engines.sampler import Sampled
-from harness.metrics import e2el, has_timing, input_tokens, output_tokens, tpot, ttft
+from harness.record.metrics import e2el, has_timing, input_tokens, output_tokens, tpot, ttft
 from harness.records import PHASE_MEASURED, RequestRecord
 from harness.workloads.base import Measurement
 

@@ -13,22 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.client import ClientSettings, PhaseResult
+from harness.client.streaming import ClientSettings, PhaseResult
 from harness.engines import prometheus
+from harness.engines.hints import EngineHints
 from harness.engines.sampler import Sampled
+from harness.record.validity import Rule, ValiditySettings
 from harness.records import RequestRecord
-from harness.validity import Rule, ValiditySettings
-
-
-@dataclass(frozen=True, slots=True)
-class EngineHints:
-    """What a workload needs from the engine it runs on."""
-
-    prefix_caching: bool  # False: random prompts must never hit a warm cache
-    longest_request_tokens: int  # prompt + output of the longest request it will send
-    # Running requests the engine must admit per unit of concurrency (AgentX: 2, headroom for
-    # sub-agent fan-out).
-    running_per_concurrency: int = 1
 
 
 @dataclass(frozen=True, slots=True)

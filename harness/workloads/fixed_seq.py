@@ -22,8 +22,9 @@ import numpy as np
 import orjson
 
 from harness.config.schema import ScenarioConfig, SweepConfig
+from harness.engines.hints import EngineHints
 from harness.records import PHASE_MEASURED, PHASE_WARMUP, RequestSpec
-from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
+from harness.workloads.base import LoadLevel, Measurement, OnDone, Target, Workload
 
 _MAX_ROUNDS = 16
 
@@ -260,14 +261,14 @@ class FixedSequenceWorkload(Workload):
 def measure_closed_loop(target: Target, warmup: list[RequestSpec], measured: list[RequestSpec],
                         concurrency: int, on_done: OnDone = None) -> Measurement:
     """Warmup (excluded from every metric), a /metrics scrape, the measured phase, a scrape."""
-    from harness.client import PhaseResult, StreamingClient, run_async
-    from harness.workloads.closed_loop import run_closed_loop
+    from harness.client.closed_loop import run_closed_loop
+    from harness.client.streaming import PhaseResult, StreamingClient, run_async
 
     settings = dataclasses.replace(target.settings, base_url=target.base_url)
 
     def phase(specs: list[RequestSpec]) -> PhaseResult:
         if settings.workers > 1:  # the C slots split over client processes
-            from harness.client_workers import closed_loop_over_workers
+            from harness.client.workers import closed_loop_over_workers
 
             return closed_loop_over_workers(settings, specs, concurrency, settings.workers,
                                             on_done)

@@ -1,11 +1,13 @@
 """scenario.kind -> workload. Adding a workload: one module and one entry here; config
-validation reads its kinds from `WORKLOAD_KINDS`."""
+validation reads the same names from harness/config/kinds.py (checked here at import)."""
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from harness.config import kinds
 
 if TYPE_CHECKING:
     from harness.config.schema import SweepConfig
@@ -17,6 +19,9 @@ _WORKLOADS = {
     "timestamped": ("harness.workloads.timestamped", "TimestampedReplayWorkload"),
 }
 WORKLOAD_KINDS = tuple(_WORKLOADS)
+if WORKLOAD_KINDS != kinds.WORKLOAD_KINDS:  # config validation reads harness.config.kinds
+    raise ImportError(f"harness/workloads/registry.py maps {WORKLOAD_KINDS}, "
+                      f"harness/config/kinds.py names {kinds.WORKLOAD_KINDS}")
 
 
 def make_workload(sc: SweepConfig, tokenizer: Any, root: Path) -> Workload:

@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.client import StreamingClient
+from harness.client.streaming import StreamingClient
 from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord, RequestSpec
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.replay_clock import Jumps, ReplayClock

@@ -20,14 +20,15 @@ from typing import Any
 import numpy as np
 import orjson
 
-from harness.client import PhaseResult, StreamingClient, run_async
+from harness.client.streaming import PhaseResult, StreamingClient, run_async
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
+from harness.engines.hints import EngineHints
 from harness.engines.sampler import Sampled
+from harness.record.validity import Rule, ValiditySettings
 from harness.records import RequestSpec
-from harness.validity import Rule, ValiditySettings
 from harness.workloads.agentic_lanes import load_fitted, replayed_hit_rates, scenario_file
-from harness.workloads.base import EngineHints, LoadLevel, Measurement, OnDone, Target, Workload
+from harness.workloads.base import LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.traces import Trace
@@ -140,7 +141,7 @@ def run_schedule(schedule: list[tuple[float, RequestSpec]], target: Target,
     settings = replace(target.settings, base_url=target.base_url)
     before = target.scrape()
     if settings.workers > 1:  # the schedule dealt over client processes, one start instant
-        from harness.client_workers import schedule_over_workers
+        from harness.client.workers import schedule_over_workers
 
         phase = schedule_over_workers(settings, schedule, settings.workers, schedule_phase,
                                       on_done)

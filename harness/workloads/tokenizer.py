@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from harness.config.schema import ModelConfig
-from harness.weights import cache_dir, gguf_path
+from harness.engines.weights import cache_dir, gguf_path
 
 log = logging.getLogger(__name__)
 

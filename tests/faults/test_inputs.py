@@ -12,8 +12,8 @@ import pytest
 
 from harness.config.errors import ConfigError
 from harness.config.validate import MAX_CONCURRENCY, engine_kinds, to_sweep_config
-from harness.ingest import IngestError, ingest
-from harness.results import read_points
+from harness.publish.ingest import IngestError, ingest
+from harness.record.results import read_points
 from harness.workloads.traces import TraceError, load_traces
 from tests.helpers import harness
 from tests.test_config_errors import _compose

@@ -16,10 +16,10 @@ import orjson
 import pytest
 from aiohttp import web
 
-from harness.client import ClientSettings, StreamingClient, run_async
+from harness.client.closed_loop import run_closed_loop
+from harness.client.sse import MALFORMED
+from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.records import RequestRecord, RequestSpec
-from harness.sse import MALFORMED
-from harness.workloads.closed_loop import run_closed_loop
 from tests.helpers import loopback_app
 
 
@@ -136,7 +136,7 @@ def test_malformed_event_mid_stream_fails_it_identically_fast_and_strict(odd, re
 
 def test_malformed_event_in_one_big_read_is_caught_in_strict_mode_and_at_read_ends() -> None:
     """Several events per read: the fast path checks the read's first and last event (the
-    docstring of harness.sse says what it cannot see in between)."""
+    docstring of harness.client.sse says what it cannot see in between)."""
     events = _stream(63, 62, b"data: nope\n\n")
     one_write = [b"".join(events[:63]), b"".join(events[63:])]  # ..., t61, nope | t62, usage
     _agree(lambda: one_write, f"{MALFORMED} 62: not JSON")

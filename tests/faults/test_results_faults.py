@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as cli_main
+from harness.cli.main import main as cli_main
 from harness.config.errors import ConfigError
 from harness.config.validate import to_sweep_config
-from harness.results import ResultsWriteError, RunDir, read_points, read_points_counted
+from harness.record.results import ResultsWriteError, RunDir, read_points, read_points_counted
 from harness.testing.spawn import spawn_server
 from tests.helpers import engine_pids, harness, wait_for
 from tests.test_config_errors import _compose
@@ -107,7 +107,7 @@ def test_job_names_from_recipe_names_stay_inside_the_run(tmp_path, fast_url) -> 
 def test_a_second_sweep_on_a_run_in_use_is_refused_naming_the_pid(tmp_path, fast_url) -> None:
     out = tmp_path / "a.out"
     with out.open("w") as sink:
-        first = subprocess.Popen([sys.executable, "-m", "harness.cli",
+        first = subprocess.Popen([sys.executable, "-m", "harness.cli.main",
                                   *_sweep_args(fast_url, tmp_path, "r", "[1,2,3,4,5,6]")],
                                  stdout=sink, stderr=subprocess.STDOUT)
     try:
@@ -141,7 +141,7 @@ def test_a_short_write_is_completed(tmp_path, monkeypatch) -> None:
     def short(fd: int, data) -> int:  # the kernel may write less than asked
         return real_write(fd, bytes(data[: max(1, len(data) // 3)]))
 
-    monkeypatch.setattr("harness.results.os.write", short)
+    monkeypatch.setattr("harness.record.results.os.write", short)
     run.append_point({"point_id": "a", "status": "ok", "pad": "x" * 500})
     run.append_point({"point_id": "b", "status": "ok"})
     points, unreadable = read_points_counted(run.root)
@@ -178,7 +178,7 @@ def test_disk_full_on_append_keeps_the_file_as_it_was(tmp_path, monkeypatch) -> 
             return real_write(fd, bytes(data[:5]))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr("harness.results.os.write", full)
+    monkeypatch.setattr("harness.record.results.os.write", full)
     with pytest.raises(ResultsWriteError) as ei:
         run.append_point({"point_id": "b", "status": "ok"})
     assert ei.value.path == run.points_path and ei.value.reason == "No space left on device"
@@ -223,7 +223,7 @@ def _break_disk_mid_sweep(url: str, fs: Path, breaker) -> tuple[int, str]:
     out = fs.parent / "sweep.out"
     points = fs / "r" / "points.jsonl"
     with out.open("w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.cli",
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main",
                                  *_sweep_args(url, fs, "r", "[1,2,3,4,5,6,7,8]")],
                                 stdout=sink, stderr=subprocess.STDOUT)
     try:

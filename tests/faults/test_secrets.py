@@ -20,8 +20,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.client import ClientSettings, StreamingClient
-from harness.client_health import ClientHealth, HealthProbe
+from harness.client.health import ClientHealth, HealthProbe
+from harness.client.streaming import ClientSettings, StreamingClient
 from harness.engines.process import EngineStartError
 from harness.engines.session import EngineSession
 from harness.records import RequestRecord, RequestSpec
@@ -182,8 +182,8 @@ def test_cancelling_the_task_stopping_the_probe_propagates() -> None:
 
 
 def test_health_module_does_not_import_the_client() -> None:
-    code = ("import sys, harness.client_health; "
-            "assert 'harness.client' not in sys.modules, 'client_health imports client'")
+    code = ("import sys, harness.client.health; "
+            "assert 'harness.client.streaming' not in sys.modules, 'client_health imports client'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -194,7 +194,7 @@ def test_a_secret_interpolated_into_a_config_is_never_written_out(tmp_path) -> N
     env = {**os.environ, "HARNESS_TEST_SECRET": "s3cr3t-do-not-write"}
     with spawn_server("harness.testing.scripted_server", "--ttft-ms", "5") as port:
         r = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "sweep", "engine=endpoint",
+            [sys.executable, "-m", "harness.cli.main", "sweep", "engine=endpoint",
              f"engine.url=http://127.0.0.1:{port}", "concurrency=[1]",
              "scenario.requests_per_conc=1", "scenario.warmup_per_conc=0",
              "scenario.description=${oc.env:HARNESS_TEST_SECRET}",

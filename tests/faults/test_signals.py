@@ -22,7 +22,7 @@ import pytest
 
 from harness.engines.base import LaunchPlan
 from harness.engines.process import ServerProcess
-from harness.results import read_points_counted
+from harness.record.results import read_points_counted
 from harness.testing.spawn import spawn_server
 from tests.helpers import engine_pids, our_processes, wait_for
 
@@ -88,7 +88,7 @@ def _wait_for_phase(proc: subprocess.Popen, phase: str, out: Path, points: Path)
 def _interrupt_once(url: str, results: Path, n: int, phase: str, delay: float) -> None:
     run_id = f"i{n}"
     out, points = results / f"{run_id}.out", results / run_id / "points.jsonl"
-    args = [sys.executable, "-m", "harness.cli", "sweep", "engine=endpoint",
+    args = [sys.executable, "-m", "harness.cli.main", "sweep", "engine=endpoint",
             f"engine.url={url}", f"concurrency={CONC}", "scenario.requests_per_conc=3",
             "scenario.warmup_per_conc=1", f"results_dir={results}", f"run_id={run_id}"]
     with out.open("w") as sink:
@@ -124,7 +124,7 @@ def _interrupt_once(url: str, results: Path, n: int, phase: str, delay: float) -
 
 
 def _our_sweeps() -> list[int]:
-    return our_processes("harness.cli sweep")
+    return our_processes("harness.cli.main sweep")
 
 
 def test_ctrl_c_at_twenty_random_moments_always_stops_the_sweep(tmp_path, fast_url) -> None:
@@ -189,7 +189,7 @@ def test_real_engine_stopped_then_harness_kill_9_leaves_no_engine(tmp_path) -> N
     out = tmp_path / "harness.out"
     with out.open("w") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "sweep", "concurrency=[1]",
+            [sys.executable, "-m", "harness.cli.main", "sweep", "concurrency=[1]",
              "scenario.requests_per_conc=50", f"results_dir={tmp_path}", "run_id=k"],
             stdout=sink, stderr=subprocess.STDOUT, preexec_fn=_as_at_a_terminal)
     try:

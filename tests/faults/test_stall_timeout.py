@@ -11,7 +11,7 @@ import time
 import orjson
 from aiohttp import web
 
-from harness.client import STALL_ERROR, ClientSettings, StreamingClient
+from harness.client.streaming import STALL_ERROR, ClientSettings, StreamingClient
 from harness.records import RequestRecord, RequestSpec
 from tests.helpers import loopback_app
 

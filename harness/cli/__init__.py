@@ -1,0 +1,1 @@
+"""The `harness` command line: one module per family of subcommands (main dispatches)."""

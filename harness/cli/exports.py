@@ -1,0 +1,43 @@
+"""`harness export FORMAT RUN_DIR --out DIR`: the command line of harness.publish.exports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+FORMATS = {"inferencex": "InferenceX client results (fixed-sequence) and AIPerf artifacts "
+                         "(agentic), each with the environment of InferenceX's processing"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="harness export",
+        description="Write a run's points in another tool's formats, for its own "
+                    "post-processing. Invalid points are exported too, with a warning each.")
+    p.add_argument("format", choices=sorted(FORMATS),
+                   help="; ".join(f"{k}: {v}" for k, v in FORMATS.items()))
+    p.add_argument("run", type=Path, metavar="RUN_DIR", help="a run directory, results/<run_id>")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="where to write (created)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    from harness.publish.exports import ExportError, export_inferencex
+    from harness.record.results import ResultsWriteError
+
+    a = _parser().parse_args(argv)
+    try:
+        res = export_inferencex(a.run, a.out)
+    except ExportError as e:
+        print(f"harness export: {e}", file=sys.stderr)
+        return 2
+    except ResultsWriteError as e:
+        print(f"harness export: {e}", file=sys.stderr)
+        return 4 if e.disk_fault else 2
+    for w in res.warnings:
+        print(f"harness export: warning: {w}", file=sys.stderr)
+    print(f"exported {res.fixed + res.agentic} points ({res.fixed} fixed-sequence, "
+          f"{res.agentic} agentic) to {a.out}")
+    return 0

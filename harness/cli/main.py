@@ -1,0 +1,289 @@
+"""The `harness` command: sweep (Hydra), dashboard, and the tools around results."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from pathlib import Path
+
+from harness.cli.results import _baseline, _dashboard, _export, _gate, _metrics, _table
+from harness.config.errors import ConfigError
+from harness.workloads.traces.model import TraceError
+
+USAGE = """harness <command> [options]
+
+commands:
+  sweep       run a benchmark sweep (Hydra: `harness sweep --help` lists groups and overrides)
+  dashboard   write a self-contained HTML dashboard from run directories
+  traces      inspect trace files (`harness traces stats FILE...`)
+  acceptance  the acceptance-length table (`harness acceptance list`)
+  calibrate   measure acceptance lengths on real agentic-coding text
+  ingest-inferencex  InferenceX published rows -> a run directory
+  table       throughput at interactivity targets along each frontier (CSV, Markdown)
+  gate        compare a candidate run with a baseline (exit 0 pass, 1 regression, 2 invalid)
+  baseline    save a run's points as a committed baseline
+  metrics     every metric key: label, unit, which direction is better, definition
+  export      a run in other tools' formats (`harness export inferencex RUN_DIR --out DIR`)
+"""
+
+
+def _force_value_overrides(argv: list[str]) -> list[str]:
+    """`speculator.acceptance.length=2.5` -> `++speculator.acceptance.length=2.5`.
+
+    Hydra only lets a plain override touch keys the composed YAML already spells out; every
+    schema field should be settable, and a misspelt key should reach our validator (which names
+    the file, the key and the fix), so value overrides are forced. Group choices (`engine=x`),
+    hydra.* settings, and explicit +/~ overrides are left alone.
+    """
+    from harness.config.groups import GROUP_DIRS
+
+    out = []
+    for a in argv:
+        key = a.split("=", 1)[0]
+        if (a.startswith("-") or "=" not in a or key[:1] in "+~" or key.startswith("hydra")
+                or key in GROUP_DIRS or "@" in key or "/" in key):
+            out.append(a)
+        else:
+            out.append("++" + a)
+    return out
+
+
+def _override(argv: list[str], key: str) -> str | None:
+    """The last command-line override of a plain setting (`key=v`, `+key=v`, `++key=v`)."""
+    found = None
+    for a in argv:
+        k, eq, _ = a.partition("=")
+        if eq and k.lstrip("+") == key:
+            found = a
+    return found
+
+
+def _check_run_location(argv: list[str]) -> None:
+    """run_id and results_dir from the command line, checked before Hydra starts: Hydra makes
+    its output directory `results_dir/run_id/hydra` before our app runs, so a bad run_id
+    (`../x`, `latest`) would already have written outside results/."""
+    from harness.config.validate import PRIMARY_CONFIG, check_run_location
+
+    run_arg, dir_arg = _override(argv, "run_id"), _override(argv, "results_dir")
+    results_dir = dir_arg.partition("=")[2] if dir_arg else "results"
+
+    def where(key: str) -> str:
+        arg = run_arg if key == "run_id" else dir_arg
+        return f"the command-line override '{arg.lstrip('+')}'" if arg else PRIMARY_CONFIG
+
+    if run_arg is None:
+        return
+    for run_id in run_arg.partition("=")[2].split(","):  # a -m sweep may list several
+        check_run_location(results_dir, run_id, where)
+
+
+def _sweep(argv: list[str]) -> int:
+    try:
+        from harness.config.groups import check_group_choices
+        from harness.sweep import app as sweep_app
+
+        # `--fresh` is the flag users expect; Hydra would reject it, so it becomes the setting
+        argv = ["fresh=true" if a == "--fresh" else a for a in argv]
+        check_group_choices(argv)  # an unknown choice fails here with the options listed
+        argv = _force_value_overrides(argv)
+        helping = "--help" in argv or "-h" in argv
+        if _override(argv, "run_id") is None and not helping:
+            argv = [*argv, f"run_id={time.strftime('%Y%m%d-%H%M%S')}"]
+        if not helping:
+            _check_run_location(argv)
+        sweep_app.main(argv)
+        from harness.sweep import interrupts
+
+        interrupts.check()  # one swallowed after the last point still ends the run as 130
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # Ctrl-C: every `finally` has run (the engine is stopped); say what was kept
+        print(_interrupted_message(), file=sys.stderr, flush=True)
+        _forget_nested_interrupt()
+        return 130
+    return 0
+
+
+def _forget_nested_interrupt() -> None:
+    """Make a handled Ctrl-C exit with status 130 every time.
+
+    CPython notes a KeyboardInterrupt that ends any nested PyRun_String (extension modules run
+    Python source that way while they import) and, under `python -m`, kills the process with
+    SIGINT at exit although we handled it: a random -2 instead of 130. Running an empty string
+    clears the note."""
+    with contextlib.suppress(AttributeError, OSError):
+        import ctypes
+
+        ctypes.pythonapi.PyRun_SimpleString(b"pass")
+
+
+def _interrupted_message() -> str:
+    """What a Ctrl-C kept, and how to go on from there."""
+    sweep_app = sys.modules.get("harness.sweep.app")
+    current = getattr(sweep_app, "current_run", None)
+    if sweep_app is None or current is None:
+        return "interrupted before the run directory was opened: nothing was measured"
+    run, run_id = current
+    points_on_disk = sweep_app.points_on_disk
+    return (f"interrupted: {points_on_disk(run)} points kept in {run.root}; rerun with "
+            f"run_id={run_id} to resume")
+
+
+def _traces(argv: list[str]) -> int:
+    from harness.cli.traces import traces_command  # trace files, or a corpus streamed
+
+    return traces_command(argv)
+
+
+def _acceptance(argv: list[str]) -> int:
+    from harness.spec.acceptance import load_table
+
+    p = argparse.ArgumentParser(prog="harness acceptance",
+                                description="The acceptance-length table (recipes/acceptance/).")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    ls = sub.add_parser("list", help="show the table")
+    ls.add_argument("--model")
+    ls.add_argument("--speculator")
+    a = p.parse_args(argv)
+    rows = [r for r in load_table()
+            if (not a.model or r.model == a.model)
+            and (not a.speculator or r.speculator == a.speculator)]
+    print(f"{'model':<22} {'speculator':<13} {'k':>2} {'think':<5} {'AL':>6}  {'prec':<8} source")
+    for r in sorted(rows, key=lambda r: (r.model, r.speculator, r.thinking, r.k)):
+        src = r.source_kind if r.measured_on else r.source.split("/blob/")[0].split("//")[-1]
+        print(f"{r.model:<22} {r.speculator:<13} {r.k:>2} {r.thinking:<5} {r.al:>6.3f}  "
+              f"{r.precision:<8} {src} ({r.file})")
+    print(f"{len(rows)} rows")
+    return 0
+
+
+def _calibrate(argv: list[str]) -> int:
+    from harness.config.compose import compose_sweep
+    from harness.config.locations import repo_root
+    from harness.spec.acceptance import TABLE_DIR
+    from harness.sweep.calibrate import (
+        add_arguments,
+        calibrate,
+        golden_yaml,
+        settings_from_args,
+        upsert,
+    )
+
+    p = argparse.ArgumentParser(
+        prog="harness calibrate",
+        description="Measure acceptance lengths as InferenceX's golden curves were: the real "
+                    "drafter, one clean engine launch per (thinking mode, draft length), "
+                    "SPEED-Bench coding prompts (--dataset) or the shipped SWE-agent text, the "
+                    "model's chat template, AL = 1 + accepted / drafts from the engine's "
+                    "counters; write rows to the acceptance table.")
+    add_arguments(p, repo_root(), TABLE_DIR)
+    a = p.parse_args(argv)
+
+    def sc_for(k: int, thinking: bool | None):
+        ov = [f"model={a.model}", f"engine={a.engine}", f"speculator={a.speculator}",
+              f"speculator.k={k}", "speculator.acceptance.mode=real", "run_id=calibrate",
+              *a.overrides]
+        if thinking is not None:
+            ov.append(f"thinking={'true' if thinking else 'false'}")
+        return compose_sweep(ov)
+
+    cs = settings_from_args(a, sc_for(a.k[0], None).chip.name)
+    a.work_dir.mkdir(parents=True, exist_ok=True)
+    # each row is written as it is measured: an interrupted calibration keeps what it measured
+    keep = None if a.print_only else (lambda row: upsert([row], a.out))
+    rows = calibrate(sc_for, cs, a.work_dir, repo_root(), keep=keep)
+    if not a.print_only:
+        print(f"wrote {len(rows)} rows to {a.out}")
+    if a.golden_yaml:
+        a.golden_yaml.parent.mkdir(parents=True, exist_ok=True)
+        a.golden_yaml.write_text(golden_yaml(rows))
+        print(f"wrote the curves to {a.golden_yaml}")
+    return 0
+
+
+def _ingest(argv: list[str]) -> int:
+    from harness.publish.ingest import IngestError, ingest
+
+    p = argparse.ArgumentParser(prog="harness ingest-inferencex",
+                                description="Convert InferenceX dashboard rows into a run "
+                                            "directory of harness points.")
+    p.add_argument("rows", type=Path, help="JSON rows (GET /api/v1/benchmarks format)")
+    p.add_argument("--out", type=Path, required=True, help="run directory to write")
+    a = p.parse_args(argv)
+    try:
+        points = ingest(a.rows, a.out)
+    except IngestError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return 2
+    print(f"{len(points)} points written to {a.out}")
+    return 0
+
+
+COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
+            "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
+            "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
+            "export": _export}
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM (a scheduler cancelling the job, `kill`) unwinds like Ctrl-C: every `finally`
+    runs, so a launched engine is stopped rather than orphaned."""
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from harness.sweep import interrupts
+
+    interrupts.install()
+    signal.signal(signal.SIGTERM, _terminate)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    cmd = COMMANDS.get(argv[0])
+    if cmd is None:
+        print(f"harness: unknown command {argv[0]!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    try:
+        return cmd(argv[1:])
+    except (ConfigError, TraceError) as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return 2
+    except SystemExit as e:
+        return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print(f"harness {argv[0]}: interrupted", file=sys.stderr)
+        _forget_nested_interrupt()
+        return 130
+    except Exception as e:
+        code = _one_line_error(argv[0], e)
+        if code is None:
+            raise
+        return code
+
+
+def _one_line_error(cmd: str, e: Exception) -> int | None:
+    """Errors a user's input causes (a missing file, a file where a directory belongs, bad
+    contents) as `harness <cmd>: <message>`, exit 2; a write that failed, exit 4. None for
+    anything else: a bug in the harness, which keeps its traceback."""
+    from harness.record.results import ResultsWriteError
+
+    if isinstance(e, ResultsWriteError):  # exit 4 when the disk failed, 2 for a bad path
+        print(f"harness {cmd}: {e}", file=sys.stderr)
+        return 4 if e.disk_fault else 2
+    if isinstance(e, OSError):
+        what = f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e)
+        print(f"harness {cmd}: {what}; check the path given", file=sys.stderr)
+        return 2
+    if isinstance(e, ValueError):
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"harness {cmd}: {first}", file=sys.stderr)
+        return 2
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,383 @@
+"""The streaming HTTP client: sends `RequestSpec`s, returns `RequestRecord`s, watches itself.
+
+One aiohttp session per load phase. Each request is timed on `time.perf_counter()`; every socket
+read is stamped as it is handed to us and fed to an `sse.StreamAccumulator` (no per-event work on
+the hot path). Failed, timed-out and truncated requests come back as records with `error` set;
+nothing is dropped, and every failure says why.
+
+What the client accepts: uncompressed streams only (it asks for `identity`; a compressed reply
+is a failure saying so), no redirects (a redirect would carry the API key elsewhere; the
+failure names the target), and no API key in any stored error text (servers echo headers).
+Workloads decide what to send when (`harness.client.closed_loop`, `.replay`).
+
+The client measures whether it was the bottleneck: a lag probe (how late a 5 ms sleep wakes up),
+the process CPU share over the phase, the time-weighted number of requests in flight, and each
+request's queue delay (issue to body on the socket); harness.client.health judges them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import aiohttp
+from yarl import URL
+
+from harness.client import arrival
+from harness.client.health import ClientHealth, HealthProbe
+from harness.client.inflight import InflightAccount
+from harness.client.sse import DEFAULT_MAX_EVENT_BYTES, StreamAccumulator
+from harness.records import RequestRecord, RequestSpec
+
+STALL_ERROR = "stalled: no data"
+_ERROR_BODY_BYTES = 65536  # of a non-200 reply's body, read for its message
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class ClientSettings:
+    base_url: str
+    timeout_s: float = 3600.0
+    connect_timeout_s: float = 30.0
+    stall_timeout_s: float = 600.0  # no byte for this long on a stream: the request fails
+    api_key_env: str | None = None  # name of the environment variable holding the key
+    keep_alive: bool = True  # False: a new connection per request (servers that close anyway)
+    strict_sse: bool = False
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES  # one SSE event larger fails the request
+    # The client is a bottleneck when its estimated p99 timestamp error exceeds this...
+    max_stamp_err_ms: float = 1.0
+    # ...or when it used more than this share of a core...
+    max_cpu_share: float = 0.95
+    # ...or held requests longer than this between issue and body-on-socket (p99)...
+    max_queue_delay_ms: float = 10.0
+    # ...or stalled long enough to move p99 E2EL/TPOT by more than this share.
+    max_stall_share: float = 0.01
+    workers: int = 1  # client processes a point's load is split over (harness.client.workers)
+
+
+@dataclass(slots=True, repr=False)
+class PhaseResult:
+    records: list[RequestRecord]
+    start_ts: float  # perf_counter at the first send
+    end_ts: float  # perf_counter when the last request finished
+    start_wall: float  # time.time() at start_ts, to place the phase in calendar time
+    health: ClientHealth
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_ts - self.start_ts
+
+    def __repr__(self) -> str:  # never every record: reprs end up in tracebacks and logs
+        return f"PhaseResult({len(self.records)} records, {self.duration_s:.3f} s)"
+
+
+def _api_key(settings: ClientSettings) -> str | None:
+    if not settings.api_key_env:
+        return None
+    key = os.environ.get(settings.api_key_env)
+    if not key:
+        raise RuntimeError(
+            f"client.api_key_env names {settings.api_key_env!r} but that environment variable "
+            "is empty; export it before running (the key is never written to results)"
+        )
+    return key
+
+
+class StreamingClient(InflightAccount):
+    """Use as `async with StreamingClient(settings) as c: await c.send(spec)`."""
+
+    def __init__(self, settings: ClientSettings) -> None:
+        self.settings = settings
+        self._base = settings.base_url.rstrip("/")
+        self._urls: dict[str, URL] = {}  # parsed once per path: yarl parsing costs ~20 us
+        # identity: aiohttp would advertise gzip/deflate, which the client (auto_decompress
+        # off, to stamp the bytes as they arrive) could not read.
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                         "Accept-Encoding": "identity"}
+        key = _api_key(settings)
+        self._secret = key or ""
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._session: aiohttp.ClientSession | None = None
+        super().__init__()
+
+    async def __aenter__(self) -> StreamingClient:
+        arrival.install()
+        connector = aiohttp.TCPConnector(
+            limit=0, ttl_dns_cache=None, force_close=not self.settings.keep_alive
+        )
+        timeout = aiohttp.ClientTimeout(
+            total=self.settings.timeout_s, sock_connect=self.settings.connect_timeout_s,
+            sock_read=self.settings.stall_timeout_s,
+        )
+        # Stamp send time when the body is on the socket, not when we start building the
+        # request: aiohttp spends 0.3-0.5 ms per request before that on a slow core, which is
+        # client overhead, not server latency. `issue_ts` keeps the earlier stamp.
+        trace = aiohttp.TraceConfig()
+        trace.on_request_chunk_sent.append(_stamp_sent)
+        trace.on_connection_reuseconn.append(_mark_reused)
+        trace.on_connection_create_start.append(_connect_start)
+        trace.on_connection_create_end.append(_connect_end)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=timeout,
+            read_bufsize=1 << 20,
+            auto_decompress=False,
+            trace_configs=[trace],
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def health_probe(self) -> HealthProbe:
+        """A probe of this client's health over a phase, with the settings' thresholds."""
+        s = self.settings
+        return HealthProbe(self, s.max_stamp_err_ms, s.max_cpu_share, s.max_queue_delay_ms,
+                           s.max_stall_share)
+
+    def scrub(self, text: str) -> str:
+        """The text without the API key: servers echo request headers in error bodies, and
+        errors are stored in the requests Parquet."""
+        return text.replace(self._secret, "***") if self._secret and self._secret in text else text
+
+    async def send(self, spec: RequestSpec) -> RequestRecord:
+        """Send one request and stream its reply. Never raises for server or network errors.
+
+        A pooled keep-alive connection the server already closed fails before any response
+        (the server never saw the request): that, and only that, is retried once on a fresh
+        connection, with fresh timestamps, and counted in `retries`.
+        """
+        attempt = await self._send_once(spec)
+        if attempt.stale_reuse:
+            retried = await self._send_once(spec)
+            retried.rec.retries = 1
+            return retried.rec
+        return attempt.rec
+
+    async def _send_once(self, spec: RequestSpec) -> _Attempt:
+        assert self._session is not None, "use StreamingClient as an async context manager"
+        rec = RequestRecord(
+            request_id=spec.request_id,
+            phase=spec.phase,
+            expected_prompt_tokens=spec.expected_prompt_tokens,
+            max_tokens=spec.max_tokens,
+            tags=dict(spec.tags),
+        )
+        attempt = _Attempt(rec)
+        acc = StreamAccumulator(strict=self.settings.strict_sse,
+                                max_event_bytes=self.settings.max_event_bytes)
+        clock = time.perf_counter
+        self._track(+1)
+        rec.issue_ts = clock()
+        try:
+            url = self._urls.get(spec.path)
+            if url is None:
+                url = self._urls[spec.path] = URL(self._base + spec.path)
+            # Redirects are not followed: a redirect would carry the API key to wherever it
+            # points. The reply says where to point engine.url instead.
+            async with self._session.post(
+                url, data=spec.body, headers=self._headers, trace_request_ctx=attempt,
+                allow_redirects=False,
+            ) as resp:
+                if math.isnan(rec.send_ts):
+                    rec.send_ts = rec.issue_ts
+                rec.http_status = resp.status
+                refusal = await self._refusal(resp)
+                if refusal:
+                    rec.error = refusal
+                    rec.end_ts = clock()
+                    return attempt
+                await _push_stream(resp, acc, rec, spec.keep_raw, self.settings.stall_timeout_s)
+            acc.finish(rec, clock())
+        except TimeoutError:
+            acc.finish(rec, clock())
+            elapsed = clock() - rec.issue_ts
+            if elapsed < self.settings.timeout_s:
+                rec.error = (f"{STALL_ERROR} for {self.settings.stall_timeout_s:g} s "
+                             "(client.stall_timeout_s)")
+            else:
+                rec.error = f"timeout after {self.settings.timeout_s:g} s (client.timeout_s)"
+        except (aiohttp.ClientError, OSError) as exc:
+            acc.finish(rec, clock())
+            rec.error = self.scrub(f"{type(exc).__name__}: {exc}")[:500]
+            attempt.stale_reuse = (
+                rec.http_status == 0
+                and attempt.reused
+                and isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
+            )
+        except Exception as exc:  # nothing a server sends may abort the sweep: a reasoned failure
+            acc.finish(rec, clock())
+            rec.error = self.scrub(f"client error: {type(exc).__name__}: {exc}")[:500]
+        finally:
+            self._track(-1)
+            if math.isnan(rec.send_ts):
+                rec.send_ts = rec.issue_ts
+            else:
+                rec.queue_delay_s = max(rec.send_ts - rec.issue_ts - attempt.connect_s, 0.0)
+            rec.error = self.scrub(rec.error)
+            ok = rec.ok
+            self._finished.append((rec.queue_delay_s, rec.send_ts,
+                                   rec.first_token_ts if ok else math.nan,
+                                   rec.last_token_ts if ok else math.nan))
+        return attempt
+
+    async def _refusal(self, resp: aiohttp.ClientResponse) -> str:
+        """Why this reply cannot be read as a stream, or "" when it can."""
+        if resp.status in _REDIRECTS:
+            where = resp.headers.get("Location", "(no Location header)")
+            return self.scrub(
+                f"HTTP {resp.status}: redirected to {where}; set engine.url to the final URL "
+                "(redirects are not followed, so the API key never leaves the configured origin)")
+        if resp.status != 200:
+            body = await _read_some(resp.content, _ERROR_BODY_BYTES)
+            text = self.scrub(body.decode(errors="replace")).strip()
+            return f"HTTP {resp.status}: {text[:500] or '(empty body)'}"
+        encoding = resp.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            return (f"server sent Content-Encoding {encoding}; the client asked for identity "
+                    "and reads the stream as it arrives, undecoded: turn compression off on "
+                    "the server or proxy")
+        return ""
+
+
+async def _read_some(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """Up to `limit` bytes of a body: an error reply may be endless."""
+    out = bytearray()
+    while len(out) < limit:
+        chunk = await content.read(limit - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+class _Abandoned(Exception):
+    """Ends the wait for a stream the accumulator gave up on (an oversized event)."""
+
+
+class _Stalled(Exception):
+    """Ends the wait for a stream that sent nothing for client.stall_timeout_s."""
+
+
+async def _push_stream(resp: aiohttp.ClientResponse, acc: StreamAccumulator,
+                       rec: RequestRecord, keep_raw: bool, stall_s: float) -> None:
+    """Feed every received chunk of the body to the accumulator as aiohttp hands it over,
+    stamped then (harness.client.arrival's push mode), until EOF. No reader wake-up, read or split
+    per chunk: about half the per-chunk cost of reading the body through the StreamReader.
+    Runs inside aiohttp's protocol callback, so nothing in the sink may raise.
+
+    No byte for `stall_s` raises TimeoutError, as aiohttp's sock_read would; but aiohttp
+    re-arms that timer on every read (a cancel and a call_later), so for the body it is
+    switched off and one timer of ours, re-armed only when it fires, watches the last read."""
+    content = resp.content
+    raw = None
+    if keep_raw:
+        rec.raw_reads = []
+        raw = rec.raw_reads.append
+    feed = acc.feed
+    last = [time.perf_counter()]
+
+    def sink(data: bytes, t: float) -> None:
+        last[0] = t
+        if acc.failure:  # given up: the rest is dropped, the connection closed on exit
+            return
+        try:
+            feed(data, t)
+        except Exception as exc:  # a bug here must fail the request, not aiohttp's protocol
+            acc.failure = f"client error: {type(exc).__name__}: {exc}"[:500]
+        if raw is not None:
+            raw((t, data))
+        if acc.failure:
+            content.set_exception(_Abandoned())
+
+    loop = asyncio.get_running_loop()
+
+    def watch() -> None:
+        idle = time.perf_counter() - last[0]
+        if idle >= stall_s:
+            content.set_exception(_Stalled())
+        else:
+            timer[0] = loop.call_later(stall_s - idle, watch)
+
+    timer = [loop.call_later(stall_s, watch)]
+    if resp.connection is not None and resp.connection.protocol is not None:
+        resp.connection.protocol.read_timeout = None  # this response's only: set per request
+    early = content.read_nowait()  # what came with the headers, before the sink was in place
+    if early:
+        sink(early, time.perf_counter())
+    arrival.push(content, sink)
+    try:
+        if not acc.failure and not content.is_eof():
+            await content.wait_eof()
+    except _Abandoned:
+        pass
+    except _Stalled:
+        raise TimeoutError(f"no byte for {stall_s:g} s") from None
+    finally:
+        timer[0].cancel()
+        arrival.unpush(content)
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One try at a request, the context aiohttp's trace hooks write into."""
+
+    rec: RequestRecord
+    reused: bool = False  # went out on a pooled keep-alive connection
+    connect_s: float = 0.0  # spent opening its connection (minus when it began, until done)
+    stale_reuse: bool = False  # ...which the server had closed: nothing reached it
+
+
+async def _mark_reused(_: object, ctx: Any, __: object) -> None:
+    attempt = ctx.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.reused = True
+
+
+async def _connect_start(_: object, ctx: Any, __: object) -> None:
+    attempt = ctx.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.connect_s = -time.perf_counter()
+
+
+async def _connect_end(_: object, ctx: Any, __: object) -> None:
+    attempt = ctx.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.connect_s += time.perf_counter()
+
+
+async def _stamp_sent(_: object, ctx: Any, __: object) -> None:
+    attempt = ctx.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.rec.send_ts = time.perf_counter()
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on uvloop where available: it roughly halves the per-read overhead.
+
+    The result travels in a box, never as the main task's result: with SIGINT at its default
+    handler, Python 3.11's asyncio.Runner swaps in a partial holding that task, and
+    signal.signal/getsignal build `ValueError(f"{partial!r} is not a valid Handlers")` on the
+    way out, formatting the finished task's result: every RequestRecord of a phase, twice
+    (minutes after a 100k-record phase; benchmarks/sigint_stall.py)."""
+    box: list[T] = []
+
+    async def boxed() -> None:
+        box.append(await coro)
+
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(boxed())
+    else:
+        uvloop.run(boxed())
+    return box[0]

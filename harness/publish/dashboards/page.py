@@ -1,0 +1,203 @@
+"""The dashboard page: one self-contained offline HTML file (plotly.js inside, data inside).
+
+Points from any number of run directories become a JSON payload embedded in the page; the
+page's script (dashboard.js) draws throughput per GPU against interactivity (or the chosen
+axes), one series per identity, the Pareto frontier of each as a monotone curve.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from harness.publish.curves import series_key, series_label, with_costs
+from harness.publish.dashboards.point_page import SUMMARY_KEYS, page_href, write_point_pages
+from harness.record.metrics import PRICE_TIERS, metric
+from harness.record.point_record import load_flat
+from harness.record.results import atomic_write
+
+# The axes a reader can choose, in menu order; labels and directions are the catalogue's.
+X_AXIS_KEYS = ("median_intvty", "p90_intvty", "p99_intvty", "p90_e2e_intvty", "p75_e2e_intvty",
+               "median_e2el", "median_ttft", "p99_ttft")
+Y_AXIS_KEYS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu",
+               *(f"cost_per_mtok_{t}" for t in PRICE_TIERS),
+               *(f"tok_per_dollar_{t}" for t in PRICE_TIERS), "tok_s_per_mw", "j_per_tok")
+
+
+def _axis(key: str) -> dict[str, str]:
+    m = metric(key)
+    return {"key": key, "label": f"{m.label} ({m.unit})", "better": m.direction}
+
+
+def _catalogued(key: str) -> bool:
+    try:
+        metric(key)
+    except KeyError:
+        return False
+    return True
+
+
+# Measured energy (telemetry) is an axis once the catalogue has it, beside the table-based one.
+MEASURED_Y_KEYS = ("measured_j_per_tok", "measured_tok_s_per_mw")
+X_AXES = [_axis(k) for k in X_AXIS_KEYS]
+Y_AXES = [_axis(k) for k in (*Y_AXIS_KEYS, *MEASURED_Y_KEYS) if _catalogued(k)]
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#bcbd22", "#7f7f7f"]
+_NUMERIC = {a["key"] for a in X_AXES + Y_AXES}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def hover_lines(p: dict[str, Any]) -> list[str]:
+    """Everything that identifies a point, one line each (escaped by the page)."""
+    lines = [
+        series_label(series_key(p)),
+        f"concurrency {p.get('conc')} · {p.get('scenario')} (ISL {p.get('isl')}, "
+        f"OSL {p.get('osl')})",
+        f"TP {p.get('tp')} · EP {p.get('ep')} · DP-attention {p.get('dp_attention')} · "
+        f"PP {p.get('pp')} · {p.get('gpus')} GPU(s)",
+    ]
+    spec = p.get("spec_method") or "none"
+    if spec != "none":
+        al = (f"AL requested {_fmt(p.get('spec_acceptance_length'))} "
+              f"({p.get('spec_acceptance_source') or p.get('spec_acceptance_mode')}), "
+              f"realised {_fmt(p.get('spec_realised_al'))}")
+        lines.append(f"speculator {spec} k={p.get('spec_k')} · {al}")
+    if p.get("scenario_kind") == "agentic":
+        lines.append(
+            f"{p.get('conc')} session trees · fit {p.get('fit')} · QPS {_fmt(p.get('qps'))} · "
+            f"prefix hits theoretical {_fmt(p.get('theoretical_hit_rate'))}, "
+            f"server {_fmt(p.get('server_hit_rate'))}")
+    if p.get("measured_j_per_tok") is not None or p.get("power_valid") is not None:
+        # measured from telemetry, beside (never replacing) the table-based J/token
+        lines.append(f"measured {_fmt(p.get('measured_j_per_tok'))} J/token, "
+                     f"{_fmt(p.get('measured_avg_power_w'))} W avg · power valid "
+                     f"{p.get('power_valid')}")
+    lines += [
+        f"engine {p.get('engine_version') or p.get('engine_image') or p.get('engine')}",
+        f"interactivity p50 {_fmt(p.get('median_intvty'))} tok/s/user · "
+        f"{_fmt(p.get('tput_per_gpu'))} tok/s/GPU",
+        f"run {p.get('run_id')} · {p.get('date')}" + ("" if p.get("valid") else " · INVALID"),
+    ]
+    return lines
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def is_published(p: dict[str, Any]) -> bool:
+    """An ingested InferenceX row (harness.publish.ingest marks them; older ingests by their id)."""
+    return bool(p.get("published")) or "-ix-" in str(p.get("point_id", ""))
+
+
+def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
+                   ) -> list[dict[str, Any]]:
+    """What the page's script needs of each point; `page` links its point page when the
+    dashboard is written to `out`."""
+    res = []
+    for p in with_costs(points):
+        p = dict(p)
+        p["date"] = str(p.get("date") or p.get("started_at") or "")[:10]
+        p["published"] = is_published(p)
+        # published rows are their own series, never merged into ours
+        p["series"] = series_label(series_key(p)) + (" · published" if p["published"] else "")
+        p["hover"] = hover_lines(p)
+        if p["published"] and p.get("source"):
+            p["hover"].append(f"published: {p['source']}")
+        keep = {k: _clean(p.get(k)) for k in (*_NUMERIC, *SUMMARY_KEYS)}
+        for k in ("point_id", "run_id", "model", "precision", "chip", "engine", "spec_method",
+                  "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover",
+                  "published", "source", "engine_version", "harness_revision",
+                  "invalid_reasons", "power_valid", "_root"):
+            keep[k] = _clean(p.get(k))
+        keep["page"] = page_href(out, p) if out is not None else None
+        res.append(keep)
+    return res
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside <script>: no '</' or '<!--' can end the element early."""
+    text = json.dumps(obj, allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
+                payload: list[dict[str, Any]] | None = None) -> str:
+    """The page; `payload` is `payload_points(points, out)` when the caller has it already."""
+    from plotly.offline import get_plotlyjs
+
+    pts = [{k: v for k, v in p.items() if k != "_root"}
+           for p in (payload if payload is not None else payload_points(points, out))]
+    data = {
+        "title": title,
+        "points": pts,
+        "x_axes": X_AXES,
+        "y_axes": Y_AXES,
+        "default_x_by_kind": {"fixed": "median_intvty", "agentic": "p90_e2e_intvty"},
+        "default_y": "tput_per_gpu",
+        "palette": PALETTE,
+        "price_tiers": list(PRICE_TIERS),
+        "default_targets": {"fixed": [20, 40, 60], "agentic": [1, 2, 5]},
+    }
+    js = "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
+                   for f in ("interp.js", "compare.js", "dashboard.js"))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 16px; color: #222; }}
+#controls, #compare-controls, #filters {{ display: flex; flex-wrap: wrap; gap: 8px;
+  align-items: center; margin-bottom: 8px; }}
+fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
+#chart {{ width: 100%; height: 680px; }}
+#count {{ color: #666; font-size: 90%; }}
+#compare-bars, #trend {{ width: 100%; height: 680px; }}
+#compare-table td, #compare-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
+#compare-table {{ border-collapse: collapse; margin-bottom: 8px; }}
+</style></head>
+<body>
+<h1>{html.escape(title)}</h1>
+<div id="controls"></div>
+<div id="compare-controls"></div>
+<div id="filters"></div>
+<div id="count"></div>
+<div id="view-frontier"><div id="chart"></div>
+<p>Markers open the point's page; <b>x</b> marks an invalid point (never on a frontier);
+diamonds and dashed curves are published InferenceX rows. Sources:</p><ul id="sources"></ul>
+</div>
+<div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
+<div id="view-trend" hidden><div id="trend-count"></div><div id="trend"></div></div>
+<script type="application/json" id="harness-data">{_script_json(data)}</script>
+<script>{get_plotlyjs()}</script>
+<script>{js}</script>
+</body></html>
+"""
+
+
+def load_points(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
+    """Flat points of the current schema (older results are migrated on read), each with
+    `_root`, the run directory its request records are in."""
+    return [{**p, "_root": str(d)} for d in run_dirs for p in load_flat([d])]
+
+
+def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str,
+                    point_pages: bool = True) -> Path:
+    out = Path(out)
+    points = load_points(run_dirs)
+    payload = payload_points(points, out if point_pages else None)
+    if point_pages:
+        write_point_pages(payload, out)
+    atomic_write(out, render_page(points, title, payload=payload).encode())
+    return out

@@ -1,0 +1,195 @@
+"""A page per point, in a sibling file set next to the dashboard (docs/dashboards.md):
+
+    <stem>_points/plotly.min.js        plotly.js, once
+    <stem>_points/point.js             the page script
+    <stem>_points/<run>/<point>.html   one page per point: its data inline, no network
+
+Latency distributions, throughput and in-flight over time, the point's time series, for
+agentic points a request timeline (one row per lane and agent), and links to its siblings
+(the same series and scenario at other load levels).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from harness.publish.dashboards.point_data import point_payload
+from harness.record.results import atomic_write, safe_name
+
+# Numbers shown in the page's table, when the point has them (energy from telemetry too).
+SUMMARY_KEYS = ("conc", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
+                "p90_e2e_intvty", "median_ttft", "p99_ttft", "median_tpot", "median_e2el",
+                "qps", "measured_avg_power_w", "measured_j_per_tok", "measured_j_per_output_tok",
+                "measured_tok_s_per_mw", "power_valid", "j_per_tok", "tok_s_per_mw")
+
+
+def pages_dir(out: Path) -> Path:
+    return out.with_name(f"{out.stem}_points")
+
+
+def page_href(out: Path, p: dict[str, Any]) -> str:
+    """The point page's address relative to the dashboard file."""
+    return (f"{pages_dir(out).name}/{safe_name(str(p.get('run_id')))}/"
+            f"{safe_name(str(p['point_id']))}.html")
+
+
+def siblings(points: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each point's siblings (same series and scenario), ordered by load level then date."""
+    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        groups[(p.get("series"), p.get("scenario"))].append(p)
+    out = {}
+    for group in groups.values():
+        group.sort(key=lambda q: (q.get("conc") or 0, str(q.get("date")), q["point_id"]))
+        nav = [{"point_id": q["point_id"], "run_id": q.get("run_id"), "conc": q.get("conc"),
+                "date": q.get("date"), "valid": q.get("valid"), "page": q["page"]}
+               for q in group]
+        for q in group:
+            out[_key(q)] = nav
+    return out
+
+
+def _key(p: dict[str, Any]) -> str:
+    return f"{p.get('run_id')}/{p['point_id']}"
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"cannot serialise {type(o).__name__}")
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside <script> (no '</' or '<!--'); NaN becomes null (orjson)."""
+    text = orjson.dumps(obj, default=_default, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, Any]],
+                 dashboard_href: str) -> str:
+    payload = {"point": {k: p.get(k) for k in ("point_id", "run_id", "series", "scenario",
+                                                "scenario_kind", "valid", "published",
+                                                "source", "hover", "invalid_reasons")},
+               "summary": {k: p.get(k) for k in SUMMARY_KEYS if p.get(k) is not None},
+               "data": data, "siblings": nav, "dashboard": dashboard_href}
+    title = f"{p.get('series')} · {p.get('scenario')} · concurrency {p.get('conc')}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 16px; color: #222; }}
+nav a {{ margin-right: 8px; }} nav .current {{ font-weight: bold; }}
+.chart {{ width: 100%; height: 360px; }} .tall {{ height: 520px; }}
+.grid {{ display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }}
+table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding: 2px 6px; }}
+.invalid {{ color: #b00; font-weight: bold; }}
+</style></head>
+<body>
+<p><a id="back" href="{html.escape(dashboard_href)}">&larr; dashboard</a></p>
+<h1>{html.escape(title)}</h1>
+<nav id="siblings"></nav>
+<ul id="identity"></ul>
+<table id="summary"></table>
+<h2>Latency distributions</h2>
+<div class="grid" id="dists"></div>
+<h2>Throughput and in flight over time</h2>
+<div class="chart" id="over-time"></div>
+<h2>Time series</h2>
+<p id="series-note"></p>
+<div class="chart tall" id="series"></div>
+<h2 id="timeline-title">Request timeline</h2>
+<div class="chart tall" id="timeline"></div>
+<script type="application/json" id="point-data">{_script_json(payload)}</script>
+{'<script src="../plotly.min.js"></script>' if data.get("has_requests") else ""}
+<script src="../point.js"></script>
+</body></html>
+"""
+
+
+INDEX = "pages.json"  # page -> key of what it was built from: unchanged pages are kept
+POOL_MIN = 400  # from this many pages to build, every core builds them
+
+
+def _code_key() -> str:
+    files = resources.files("harness.publish.dashboards")
+    text = "".join(files.joinpath(f).read_text() for f in ("point.js", "point_data.py",
+                                                          "point_page.py"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def inputs_key(p: dict[str, Any], nav: list[dict[str, Any]], code: str) -> str:
+    """What a page is built from: the point, its siblings, its files' sizes and times and
+    the page code. Equal keys: the page on disk is still right."""
+    root, pid = Path(p["_root"]), p["point_id"]
+    stats: list[Any] = []
+    for rel in (f"requests/{pid}.parquet", f"series/{pid}.parquet",
+                f"server_metrics/{pid}.json"):
+        try:
+            st = os.stat(root / rel)
+            stats.append([rel, st.st_mtime_ns, st.st_size])
+        except FileNotFoundError:
+            stats.append([rel, None])
+    blob = orjson.dumps([code, stats, p, nav], default=_default,
+                        option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _build(job: tuple[dict[str, Any], list[dict[str, Any]], str, str]) -> None:
+    p, nav, back, path = job
+    data = point_payload(p, Path(p["_root"]))
+    _write_derived(Path(path), render_point(p, data, nav, back).encode())
+
+
+def write_point_pages(points: Sequence[dict[str, Any]], out: Path) -> int:
+    """Every point's page (each with `page`, `_root` set), rebuilding only those whose inputs
+    changed since the last run; returns how many were built."""
+    from plotly.offline import get_plotlyjs
+
+    base = pages_dir(out)
+    base.mkdir(parents=True, exist_ok=True)
+    atomic_write(base / "plotly.min.js", get_plotlyjs().encode())
+    js = resources.files("harness.publish.dashboards").joinpath("point.js").read_text()
+    atomic_write(base / "point.js", js.encode())
+    try:
+        index = orjson.loads((base / INDEX).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        index = {}
+    nav, code, back = siblings(points), _code_key(), f"../../{out.name}"
+    jobs, keys = [], {}
+    for p in points:
+        keys[p["page"]] = key = inputs_key(p, nav[_key(p)], code)
+        path = out.parent / p["page"]
+        if index.get(p["page"]) != key or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            jobs.append((p, nav[_key(p)], back, str(path)))
+    workers = min(os.cpu_count() or 1, 8)
+    if len(jobs) >= POOL_MIN and workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            list(pool.map(_build, jobs, chunksize=64))
+    else:
+        for job in jobs:
+            _build(job)
+    _write_derived(base / INDEX, orjson.dumps(keys))
+    return len(jobs)
+
+
+def _write_derived(path: Path, data: bytes) -> None:
+    """Replace a page whole (temp file + rename) without fsync: pages are derived from the
+    run directory and rewritten by the next `harness dashboard`, and 10,000 fsyncs would
+    cost most of the time it takes to write them."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
