@@ -112,6 +112,10 @@ class SpeculatorConfig:
     ngram_min: int = 2
     ngram_max: int = 4
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+    # A speculative point whose engine metrics show no speculation (an attached server no
+    # known engine's metrics describe) is invalid; true keeps it valid with the label marked
+    # unverified on the point and its page (the user vouches for the label).
+    unverified_ok: bool = False
 
 
 @dataclass

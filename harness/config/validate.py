@@ -41,7 +41,8 @@ class Locator:
 
     def __call__(self, key: str) -> str:
         groups = set(GROUP_OF_NODE.values())
-        for ov in self.overrides:
+        # the last override of a key is the one that took effect (Hydra applies them in order)
+        for ov in reversed(self.overrides):
             name = ov.lstrip("+~").split("=", 1)[0]
             ov = ov.lstrip("+") if ov.startswith("++") else ov
             if name in groups:

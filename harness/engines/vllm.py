@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.base import CHECKS_ONLY, LAUNCH_SETTINGS, EngineAdapter, LaunchPlan
 
 VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model": "draft_model",
                 "eagle": "eagle"}
@@ -15,6 +15,7 @@ VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model
 
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
+    applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS, "threads"})  # threads: CPU build
 
     @property
     def checkpoint(self) -> str:

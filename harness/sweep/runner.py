@@ -85,7 +85,7 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
                 todo: list[PlannedPoint], plan: AcceptancePlan) -> JobContext:
     """Everything before the engine starts: the workload built and its requests encoded, the
     adapter built whole from the recipe, the acceptance plan and the workload's hints."""
-    adapter_class(sc.engine.kind).validate(sc, locate)  # cheap refusals first
+    adapter_class(sc.engine.kind).check(sc, locate)  # cheap refusals first
     choice = choose_telemetry(sc, locate)
     workload = make_workload(sc, load_tokenizer(sc.model), repo)
     adapter = make_adapter(sc, plan, workload.hints(), locate)

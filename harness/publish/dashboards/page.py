@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.publish.curves import series_key, series_label, with_costs
 from harness.publish.dashboards.point_page import SUMMARY_KEYS, page_href, write_point_pages
+from harness.publish.links import web_link
 from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_record import load_flat
 from harness.record.results import atomic_write
@@ -72,6 +73,9 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
               f"({p.get('spec_acceptance_source') or p.get('spec_acceptance_mode')}), "
               f"realised {_fmt(p.get('spec_realised_al'))}")
         lines.append(f"speculator {spec} k={p.get('spec_k')} · {al}")
+        if p.get("spec_unverified_ok"):
+            lines.append("speculation UNVERIFIED: the engine's metrics showed none; the label "
+                         "is kept by speculator.unverified_ok=true")
     if p.get("scenario_kind") == "agentic":
         lines.append(
             f"{p.get('conc')} session trees · fit {p.get('fit')} · QPS {_fmt(p.get('qps'))} · "
@@ -113,6 +117,7 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
         p["published"] = is_published(p)
         # published rows are their own series, never merged into ours
         p["series"] = series_label(series_key(p)) + (" · published" if p["published"] else "")
+        p["source"] = web_link(p.get("source"))
         p["hover"] = hover_lines(p)
         if p["published"] and p.get("source"):
             p["hover"].append(f"published: {p['source']}")

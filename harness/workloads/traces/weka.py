@@ -45,7 +45,12 @@ def _prefix_tokens(obj: dict[str, Any], path: str, where: str) -> int:
                + _num(obj, "system_tokens", path, where, required=False, integer=True))
 
 
-def _items(raw: Any, path: str, where: str, depth: int = 0) -> list[TraceRequest | SubAgent]:
+def _items(raw: Any, path: str, where: str, depth: int = 0,
+           agent_ids: dict[str, str] | None = None) -> list[TraceRequest | SubAgent]:
+    """The requests and sub-agents of one list. `agent_ids`: every sub-agent id of the trace so
+    far and where it was, so that a second sub-agent under one id is an error: the replay finds
+    a sub-agent's requests by its id, and would give the second the first one's."""
+    agent_ids = {} if agent_ids is None else agent_ids
     if not isinstance(raw, list):
         raise TraceError(path, where, "requests", f"expected a list, got {type(raw).__name__}",
                          "make 'requests' a list of requests and sub-agents")
@@ -57,19 +62,33 @@ def _items(raw: Any, path: str, where: str, depth: int = 0) -> list[TraceRequest
                          f"sub-agents nested more than {MAX_NESTING} deep",
                          "flatten the sub-agent nesting (recorded traces go a few levels)")
     out: list[TraceRequest | SubAgent] = []
+    siblings: dict[str, str] = {}
     for i, r in enumerate(raw):
         w = f"{where}, requests[{i}]"
         if not isinstance(r, dict):
             raise TraceError(path, w, "requests", "expected an object", "one JSON object per entry")
         kind = r.get("type")
         if kind == "subagent":
+            agent_id = str(r.get("agent_id", f"sub{i}"))
+            # an id the trace gives is unique in the whole trace; one made up here (sub<i>)
+            # among its siblings, where the replay looks it up
+            first = agent_ids.get(agent_id) if "agent_id" in r else None
+            first = first or siblings.get(agent_id)
+            if first:
+                raise TraceError(path, w, "agent_id",
+                                 f"sub-agent id {agent_id!r} is used twice in one trace (first "
+                                 f"at {first})", "give every sub-agent of a trace its own "
+                                 "agent_id")
+            siblings[agent_id] = w
+            if "agent_id" in r:
+                agent_ids[agent_id] = w
             out.append(SubAgent(
                 t=_num(r, "t", path, w),
-                agent_id=str(r.get("agent_id", f"sub{i}")),
+                agent_id=agent_id,
                 kind=str(r.get("subagent_type", "")),
                 duration=_num(r, "duration_ms", path, w, required=False) / 1000.0,
                 items=_items(r.get("requests"), path, f"{w} ({r.get('agent_id', 'subagent')})",
-                             depth + 1),
+                             depth + 1, agent_ids),
                 prefix_tokens=_prefix_tokens(r, path, w),
             ))
             continue
