@@ -3,6 +3,7 @@
     run.json                    provenance of the run (versions, git revision, host, command)
     configs/<job>.yaml          the resolved config of every job (one engine launch each)
     points.jsonl                one JSON object per point, appended when the point is complete
+                                (a point measured again replaces its line: rewritten atomically)
     requests/<point_id>.parquet every request record of the point (warmup included, flagged)
     servers/<launch>.log        the engine's log
     server_metrics/<point_id>.json  /metrics scrapes before, through and after the point
