@@ -42,6 +42,9 @@ class LaunchPlan:
     files: dict[str, str] = field(default_factory=dict)  # written to the launch dir first
     port: int = 0
     ready_paths: tuple[str, ...] = ("/health", "/v1/models")
+    # Cores the engine process is pinned to (a CPU engine beside the client,
+    # harness/engines/cpu_split.py); the client then keeps the others. None: not pinned.
+    cpus: tuple[int, ...] | None = None
 
 
 # engine.* settings every adapter honours: which adapter, which speculators it may run, a
@@ -60,6 +63,8 @@ _UNUSED_FIX = {
     ("", "family"): "remove engine.family: it names the engine behind an engine=endpoint URL",
     ("", "threads"): "remove engine.threads: it sets CPU compute threads (llamacpp, vllm on "
                      "the CPU); set the engine's own thread flag in engine.extra_args",
+    ("", "cpu_affinity"): "remove engine.cpu_affinity: only the embedded llama.cpp is pinned to "
+                          "its cores (harness/engines/cpu_split.py)",
     ("", "extra_options"): "remove engine.extra_options: it is TensorRT-LLM's extra-options "
                            "YAML; pass this engine's flags in engine.extra_args",
     ("", "host"): "name {host} in engine.argv_template where the server takes its address, "
@@ -78,7 +83,7 @@ _UNUSED_FIX = {
                                            "by the harness: remove it, and set the server's "
                                            "own knob when you start it",
 }
-for _name in (*LAUNCH_SETTINGS, "threads", "extra_options"):
+for _name in (*LAUNCH_SETTINGS, "threads", "cpu_affinity", "extra_options"):
     _UNUSED_FIX.setdefault(("endpoint", _name),
                            f"remove engine.{_name}: engine=endpoint attaches to a server that "
                            "is already running, so nothing is launched; set it on that server")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.engines.base import CHECKS_ONLY, EngineAdapter, LaunchPlan, Locate
+from harness.engines.cpu_split import engine_cores
 from harness.engines.weights import gguf_path
 
 # llama-server flags engine.extra_args may carry, each onto the xllamacpp parameter it sets
@@ -65,7 +65,8 @@ def llama_params(args: list[str], where: str = "the engine recipe") -> dict[str,
 class LlamaCppAdapter(EngineAdapter):
     kind = "llamacpp"
     keep_alive = False  # its HTTP server closes the connection after every streamed reply
-    applies = frozenset({*CHECKS_ONLY, "extra_args", "env", "threads", "python", "host"})
+    applies = frozenset({*CHECKS_ONLY, "extra_args", "env", "threads", "cpu_affinity", "python",
+                         "host"})
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:
@@ -98,10 +99,12 @@ class LlamaCppAdapter(EngineAdapter):
             "n_parallel": self.max_running(max_concurrency),
             # n_ctx is shared by all slots: size every slot for the scenario's longest request.
             "n_ctx": per_slot * self.max_running(max_concurrency),
-            "threads": compute_threads(self.sc.engine.threads),
             "host": self.sc.engine.host,
             "params": llama_params(list(self.sc.engine.extra_args)),
         }
+        cores = engine_cores(self.sc.engine.threads)
+        if cores is not None:  # threads null: llama.cpp's own default (every core), unpinned
+            cfg["threads"] = len(cores)
         if spec.method != "none":
             cfg["speculative"] = {
                 "method": spec.method,
@@ -114,7 +117,8 @@ class LlamaCppAdapter(EngineAdapter):
             }
         argv = [self.python(), "-m", "harness.engines.llamacpp_server", json.dumps(cfg)]
         return LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port,
-                          ready_paths=("/health", "/v1/models"))
+                          ready_paths=("/health", "/v1/models"),
+                          cpus=tuple(cores) if cores and self.sc.engine.cpu_affinity else None)
 
     def request_extras(self) -> dict[str, Any]:
         # Random prompts (fixed sequence): no prefix reuse, as InferenceX runs them.
@@ -126,11 +130,3 @@ class LlamaCppAdapter(EngineAdapter):
         build = server_info.get("build_info") or xllamacpp.BUILD_INFO.get("commit", "")
         return f"xllamacpp {xllamacpp.__version__} (llama.cpp {build})"
 
-
-def compute_threads(threads: int | None) -> int | None:
-    """engine.threads as llama.cpp's thread count: None every core (llama.cpp decides), -1
-    every core but one (the client's, as engine.threads=-1 means for every CPU engine), N > 0
-    N threads."""
-    if threads is None or threads > 0:
-        return threads
-    return max(1, len(os.sched_getaffinity(0)) - 1)

@@ -40,6 +40,7 @@ VALUES: dict[str, Any] = {
     "env": {"DISTINCT_ENV": "v1"},
     "startup_timeout_s": 12.5,
     "threads": 1,
+    "cpu_affinity": False,
     "url": "http://distinct.example:1234",
     "api_key_env": "DISTINCT_KEY_ENV",
     "family": "sglang",
@@ -54,29 +55,29 @@ A, R = "applied", "refused"
 AUDIT: dict[str, dict[str, str]] = {
     "llamacpp": {"kind": A, "version": A, "image": R, "container_runtime": R,
                  "speculators": A, "can_inject_acceptance": A, "extra_args": A, "env": A,
-                 "startup_timeout_s": A, "threads": A, "url": R, "api_key_env": R,
-                 "family": R, "python": A, "argv_template": R, "host": A,
+                 "startup_timeout_s": A, "threads": A, "cpu_affinity": A, "url": R,
+                 "api_key_env": R, "family": R, "python": A, "argv_template": R, "host": A,
                  "extra_options": R},
     "vllm": {"kind": A, "version": A, "image": A, "container_runtime": A, "speculators": A,
              "can_inject_acceptance": A, "extra_args": A, "env": A, "startup_timeout_s": A,
-             "threads": A, "url": R, "api_key_env": R, "family": R, "python": A,
-             "argv_template": A, "host": A, "extra_options": R},
+             "threads": A, "cpu_affinity": R, "url": R, "api_key_env": R, "family": R,
+             "python": A, "argv_template": A, "host": A, "extra_options": R},
     "sglang": {"kind": A, "version": A, "image": A, "container_runtime": A, "speculators": A,
                "can_inject_acceptance": A, "extra_args": A, "env": A, "startup_timeout_s": A,
-               "threads": R, "url": R, "api_key_env": R, "family": R, "python": A,
-               "argv_template": A, "host": A, "extra_options": R},
+               "threads": R, "cpu_affinity": R, "url": R, "api_key_env": R, "family": R,
+               "python": A, "argv_template": A, "host": A, "extra_options": R},
     "trtllm": {"kind": A, "version": A, "image": A, "container_runtime": A, "speculators": A,
                "can_inject_acceptance": A, "extra_args": A, "env": A, "startup_timeout_s": A,
-               "threads": R, "url": R, "api_key_env": R, "family": R, "python": R,
-               "argv_template": A, "host": A, "extra_options": A},
+               "threads": R, "cpu_affinity": R, "url": R, "api_key_env": R, "family": R,
+               "python": R, "argv_template": A, "host": A, "extra_options": A},
     "atom": {"kind": A, "version": A, "image": A, "container_runtime": A, "speculators": A,
              "can_inject_acceptance": A, "extra_args": A, "env": A, "startup_timeout_s": A,
-             "threads": R, "url": R, "api_key_env": R, "family": R, "python": A,
-             "argv_template": A, "host": R, "extra_options": R},
+             "threads": R, "cpu_affinity": R, "url": R, "api_key_env": R, "family": R,
+             "python": A, "argv_template": A, "host": R, "extra_options": R},
     "endpoint": {"kind": A, "version": A, "image": R, "container_runtime": R,
                  "speculators": A, "can_inject_acceptance": R, "extra_args": R, "env": R,
-                 "startup_timeout_s": A, "threads": R, "url": A, "api_key_env": A,
-                 "family": A, "python": R, "argv_template": R, "host": R,
+                 "startup_timeout_s": A, "threads": R, "cpu_affinity": R, "url": A,
+                 "api_key_env": A, "family": A, "python": R, "argv_template": R, "host": R,
                  "extra_options": R},
 }
 _BASES: dict[str, SweepConfig] = {}
@@ -104,7 +105,7 @@ def _render(sc: SweepConfig) -> dict[str, Any]:
         return {"adapter": a}
     plan = a.launch_plan(8123, 4)
     out: dict[str, Any] = {"adapter": a, "argv": plan.argv, "env": plan.env,
-                           "files": plan.files}
+                           "files": plan.files, "plan": plan}
     if sc.engine.kind == "llamacpp":
         from harness.engines.llamacpp_server import build_params
 
@@ -130,6 +131,8 @@ def _applied(kind: str, name: str, value: Any, sc: SweepConfig, r: dict[str, Any
         assert r["params"].cpuparams.n_threads == 1 == r["cfg"]["threads"]
     elif name == "threads":
         assert len(env["VLLM_CPU_OMP_THREADS_BIND"].split(",")) == 1
+    elif name == "cpu_affinity":  # false: not pinned, where the default pins the engine
+        assert r["plan"].cpus is None and _render(_base(kind))["plan"].cpus
     elif name == "python":
         assert argv[0] == value
     elif name == "argv_template":
