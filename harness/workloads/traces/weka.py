@@ -77,6 +77,22 @@ def _prefix_tokens(obj: dict[str, Any], path: str, where: str) -> int:
                + _num(obj, "system_tokens", path, where, required=False, integer=True))
 
 
+def _claim_agent_id(r: dict[str, Any], i: int, path: str, w: str, siblings: dict[str, str],
+                    agent_ids: dict[str, str]) -> str:
+    """The sub-agent's id, recorded as taken. An id the trace gives is unique in the whole
+    trace; one made up here (sub<i>) among its siblings, where the replay looks it up."""
+    agent_id = str(r.get("agent_id", f"sub{i}"))
+    first = (agent_ids.get(agent_id) if "agent_id" in r else None) or siblings.get(agent_id)
+    if first:
+        raise TraceError(path, w, "agent_id",
+                         f"sub-agent id {agent_id!r} is used twice in one trace (first at "
+                         f"{first})", "give every sub-agent of a trace its own agent_id")
+    siblings[agent_id] = w
+    if "agent_id" in r:
+        agent_ids[agent_id] = w
+    return agent_id
+
+
 def _items(raw: Any, path: str, where: str, depth: int = 0,
            strict: bool = False,
            agent_ids: dict[str, str] | None = None) -> list[TraceRequest | SubAgent]:
@@ -103,19 +119,7 @@ def _items(raw: Any, path: str, where: str, depth: int = 0,
         kind = r.get("type")
         if kind == "subagent":
             check_fields(r, "sub-agent", path, w, strict)
-            agent_id = str(r.get("agent_id", f"sub{i}"))
-            # an id the trace gives is unique in the whole trace; one made up here (sub<i>)
-            # among its siblings, where the replay looks it up
-            first = agent_ids.get(agent_id) if "agent_id" in r else None
-            first = first or siblings.get(agent_id)
-            if first:
-                raise TraceError(path, w, "agent_id",
-                                 f"sub-agent id {agent_id!r} is used twice in one trace (first "
-                                 f"at {first})", "give every sub-agent of a trace its own "
-                                 "agent_id")
-            siblings[agent_id] = w
-            if "agent_id" in r:
-                agent_ids[agent_id] = w
+            agent_id = _claim_agent_id(r, i, path, w, siblings, agent_ids)
             out.append(SubAgent(
                 t=_num(r, "t", path, w),
                 agent_id=agent_id,
