@@ -1,0 +1,86 @@
+"""Run one bash command of an InferenceX checkout in a throw-away copy of this machine: an
+overlay of / (every write lands in a temp dir), the checkout overlaid at /workspace (where the
+runner launchers mount it in the container), private mount and PID namespaces (killing the
+sandbox ends every process it started, background servers included) and a clean environment.
+Nothing the script writes, installs or patches reaches the real filesystem."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SETUP = r"""set -e
+B="$CAPTURE_SANDBOX"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$B/u,workdir=$B/w" "$B/m"
+mount --rbind /dev "$B/m/dev"
+mount -t proc proc "$B/m/proc"
+mkdir -p "$B/m/workspace"
+mount -t overlay overlay \
+  -o "lowerdir=$CAPTURE_CHECKOUT,upperdir=$B/wu,workdir=$B/ww" "$B/m/workspace"
+mount --bind "$B/rec" "$B/m$B/rec"
+exec chroot "$B/m" "$@"
+"""
+
+
+@dataclass(frozen=True)
+class SandboxRun:
+    records: Path  # the directory the stand-ins wrote their records to
+    finished_by: str  # "client" (CLIENT_DONE seen), "exit" (bash ended) or "timeout"
+    exit_code: int | None
+    output: str  # the tail of the command's stdout+stderr
+
+
+class Sandbox:
+    """A temp directory holding one run's overlay layers, stand-in PATH and records."""
+
+    def __init__(self, checkout: Path) -> None:
+        self.checkout = checkout.resolve()
+        self.base = Path(tempfile.mkdtemp(prefix="ix-capture-"))
+        for d in ("u", "w", "m", "wu", "ww", "rec"):
+            (self.base / d).mkdir()
+
+    def run(self, command: str, env: dict[str, str], bound_s: float) -> SandboxRun:
+        argv = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                "/bin/bash", "-c", f"cd /workspace && {command}"]
+        unshare = ["unshare", "-m", "-p", "-f", "--propagation", "private"]
+        if os.geteuid() != 0:
+            unshare.insert(1, "-r")
+        host_env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "CAPTURE_SANDBOX": str(self.base),
+                    "CAPTURE_CHECKOUT": str(self.checkout)}
+        log = self.base / "output.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen([*unshare, "sh", "-c", SETUP, "sh", *argv], env=host_env,
+                                    stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            finished_by, code = self._wait(proc, bound_s)
+        text = log.read_text(errors="replace")
+        return SandboxRun(self.base / "rec", finished_by, code, text[-4000:])
+
+    def _wait(self, proc: subprocess.Popen, bound_s: float) -> tuple[str, int | None]:
+        done = self.base / "rec" / "CLIENT_DONE"
+        end = time.monotonic() + bound_s
+        finished_by, code = "timeout", None
+        while time.monotonic() < end:
+            if done.exists():
+                finished_by = "client"
+                break
+            code = proc.poll()
+            if code is not None:
+                finished_by = "exit"
+                break
+            time.sleep(0.02)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        return finished_by, code
+
+    def close(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
