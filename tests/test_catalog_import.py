@@ -55,7 +55,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory):
     out = root / "out"
     state, results = import_checkout(checkout, out, workers=2, bound_s=15,
                                      progress=lambda s: None)
-    return state, {r.mk.key: r for r in results}, out
+    return state, {r.mk.key: r for r in results}, out, checkout
 
 
 def test_matrix_follows_upstreams_rules() -> None:
@@ -95,7 +95,7 @@ def test_checkout_notes_say_dirty_and_branchless() -> None:
 
 @needs_sandbox
 def test_background_server_health_loop_install_and_patch(imported) -> None:
-    state, res, _ = imported
+    state, res, *_ = imported
     assert state.branches == ["main"] and not state.dirty
     key = res["toy-fp8-h200-sglang"]
     assert [c["status"] for c in key.launches] == ["ok", "ok"]
@@ -125,7 +125,7 @@ def test_background_server_health_loop_install_and_patch(imported) -> None:
 
 @needs_sandbox
 def test_heredoc_yaml_mpirun_and_runner_naming(imported) -> None:
-    _, res, _ = imported
+    _, res, *_ = imported
     launches = res["toy-fp4-b200-trt"].launches
     assert [(c["conc"], c["status"]) for c in launches] == [(1, "ok"), (2, "ok"), (4, "ok"),
                                                            (6, "ok")]
@@ -143,7 +143,7 @@ def test_heredoc_yaml_mpirun_and_runner_naming(imported) -> None:
 
 @needs_sandbox
 def test_agentic_router_helper_and_aiperf(imported) -> None:
-    _, res, _ = imported
+    _, res, *_ = imported
     (c,) = res["toy-fp4-b200-vllm-agentic"].launches
     assert c["status"] == "ok" and c["scenario"] == "agentic-coding"
     assert c["script"] == "benchmarks/single_node/agentic/toy_fp4_b200_vllm_mtp.sh"
@@ -168,7 +168,7 @@ def test_agentic_router_helper_and_aiperf(imported) -> None:
 
 @needs_sandbox
 def test_docker_launcher_passes_only_its_env(imported) -> None:
-    _, res, _ = imported
+    _, res, *_ = imported
     (c,) = res["toy-fp8-mi300x-sglang"].launches
     assert c["status"] == "ok"
     assert c["env_in"] == {
@@ -183,7 +183,7 @@ def test_docker_launcher_passes_only_its_env(imported) -> None:
 
 @needs_sandbox
 def test_missing_script_is_a_reason_not_a_crash(imported) -> None:
-    _, res, out = imported
+    _, res, out, _ = imported
     (c,) = res["toy-bf16-h200-sglang"].launches
     assert c["status"] == "failed" and c["server"] is None
     assert c["reason"] == ("benchmarks/single_node/fixed_seq_len/toymissing_bf16_h200.sh does "
@@ -195,7 +195,7 @@ def test_missing_script_is_a_reason_not_a_crash(imported) -> None:
 
 @needs_sandbox
 def test_every_key_is_written_and_reported(imported) -> None:
-    state, res, out = imported
+    state, res, out, _ = imported
     written = {p.stem for p in (out / "captured").glob("*.json")}
     assert written == set(res)
     multi = json.loads((out / "captured" / "toy-fp8-gb200-dynamo-sglang.json").read_text())
@@ -215,3 +215,16 @@ def test_cli_refuses_a_missing_directory(tmp_path: Path, capsys) -> None:
 
     assert catalog_command(["import", str(tmp_path / "nope")]) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+@needs_sandbox
+def test_rewrite_without_capturing_keeps_every_key(imported, tmp_path: Path) -> None:
+    state, res, out, checkout = imported
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    state2, again = import_checkout(checkout, copy, capture=False, progress=lambda s: None)
+    assert state2.commit == state.commit
+    assert {r.mk.key: r.ok for r in again} == {k: r.ok for k, r in res.items()}
+    doc = json.loads((copy / "captured" / "toy-fp8-mi300x-sglang.json").read_text())
+    assert doc["launches"][0]["client_settings"]["chat_template"] is True
+    assert doc["launches"][0]["client_unhonoured"] == []

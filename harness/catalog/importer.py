@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.catalog.capture import DEFAULT_BOUND_S, build_bindirs, capture_job, choose_node
+from harness.catalog.client_settings import client_settings
 from harness.catalog.masters import MasterKey, launcher_for, load_masters, load_runners
 from harness.catalog.matrix import expand
 
@@ -91,6 +92,9 @@ def capture_key(checkout: Path, commit: str, mk: MasterKey, runners: dict[str, A
 def write_captured(res: KeyResult, commit: str, out_dir: Path) -> Path:
     path = out_dir / "captured" / f"{res.mk.key}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
+    for launch in res.launches:
+        settings, unhonoured = client_settings(launch.get("client"))
+        launch["client_settings"], launch["client_unhonoured"] = settings, unhonoured
     doc = {"key": res.mk.key, "master": res.mk.master, "commit": commit, "kind": res.mk.kind,
            "upstream": UPSTREAM, "entry": res.mk.entry, "launcher": None, "reason": res.reason,
            "launches": res.launches}
@@ -123,8 +127,11 @@ def recipe_writer() -> Callable[..., dict] | None:
 
 def import_checkout(checkout: Path, out_dir: Path, keys: list[str] | None = None,
                     bound_s: float = DEFAULT_BOUND_S, workers: int = 2,
-                    progress: Callable[[str], None] = print) -> tuple[CheckoutState,
-                                                                      list[KeyResult]]:
+                    progress: Callable[[str], None] = print,
+                    capture: bool = True) -> tuple[CheckoutState, list[KeyResult]]:
+    """Capture `keys` (default all) and write them; the other keys' captures of this commit
+    already in `out_dir` are kept. capture=False captures nothing: it re-reads and rewrites
+    what is there (client settings, report, recipes)."""
     checkout = checkout.resolve()
     state = checkout_state(checkout)
     masters = load_masters(checkout)
@@ -132,15 +139,17 @@ def import_checkout(checkout: Path, out_dir: Path, keys: list[str] | None = None
         unknown = sorted(set(keys) - {m.key for m in masters})
         if unknown:
             raise ImportError_(f"{checkout}: no key {', '.join(unknown)} in the masters")
-    # with --keys, the other keys' captures of this commit are kept and reported
-    done = load_captured(out_dir, masters, state.commit) if keys else {}
+    if not capture:
+        keys = []
+    done = load_captured(out_dir, masters, state.commit) if keys is not None else {}
     runners = load_runners(checkout)
     results = []
     with tempfile.TemporaryDirectory(prefix="ix-standins-") as tmp:
         bindirs = build_bindirs(Path(tmp))
         for mk in masters:
-            if keys and mk.key not in keys:
+            if keys is not None and mk.key not in keys:
                 if mk.key in done:
+                    write_captured(done[mk.key], state.commit, out_dir)
                     results.append(done[mk.key])
                 continue
             res = capture_key(checkout, state.commit, mk, runners, bindirs, bound_s, workers)

@@ -28,7 +28,8 @@ def _import(a: argparse.Namespace) -> int:
     try:
         state, results = import_checkout(a.dir, out, keys=a.keys.split(",") if a.keys else None,
                                          bound_s=a.bound_s, workers=a.workers,
-                                         progress=lambda s: print(s, flush=True))
+                                         progress=lambda s: print(s, flush=True),
+                                         capture=not a.no_capture)
     except (ImportError_, MasterError) as e:
         print(f"harness catalog import: {e}", file=sys.stderr)
         return 2
@@ -81,6 +82,9 @@ def catalog_command(argv: list[str]) -> int:
     imp.add_argument("--bound-s", type=float, default=20.0,
                      help="wall-clock bound per captured launch (default 20 s)")
     imp.add_argument("--workers", type=int, default=2, help="launches captured at once")
+    imp.add_argument("--no-capture", action="store_true",
+                     help="capture nothing: rewrite the report, client settings and recipes "
+                          "from the captures of this commit already in OUT/captured")
     imp.set_defaults(fn=_import)
     sh = sub.add_parser("show", help="every launch of a shipped key")
     sh.add_argument("key")
