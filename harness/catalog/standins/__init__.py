@@ -19,7 +19,8 @@ SED = Path(__file__).with_name("sed.sh")
 STANDINS: tuple[str, ...] = (
     "python", "python3", "python3.10", "python3.11", "python3.12", "vllm", "sglang",
     "trtllm-serve", "mpirun", "torchrun", "aiperf", "uv", "git", "srun", "docker", "podman",
-    "vllm-router", "sglang-router", "mooncake_master", "lmcache_server", "nats-server", "etcd",
+    "vllm-router", "sglang-router", "mooncake_master", "lmcache_server", "lmcache",
+    "nats-server", "etcd",
 )
 FAST_STANDINS: tuple[str, ...] = (
     "hf", "huggingface-cli", "pip", "pip3", "apt-get", "apt", "conda", "curl", "wget", "sleep",

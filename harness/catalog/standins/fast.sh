@@ -14,16 +14,20 @@ pwd > "$f.cwd"
 prev=
 case "$n" in
   salloc) echo "salloc: Granted job allocation 4242" >&2 ;;
-  curl) local_url=
+  curl) port=
         for a in "$@"; do
           if [ "$prev" = "-o" ] && [ "$a" != /dev/null ]; then : > "$a"; fi; prev=$a
-          case "$a" in *localhost*|*0.0.0.0*|*127.0.0.1*) local_url=1 ;; esac
+          case "$a" in
+            *://localhost*|*://0.0.0.0*|*://127.0.0.1*)
+              hp=${a#*://}; hp=${hp%%/*}
+              case "$hp" in *:*) port=${hp##*:} ;; *) port=noport ;; esac ;;
+          esac
         done
-        # a probe of the local server answers once a server stand-in has recorded itself
-        # (recorder.py writes SERVER_UP), so the client never starts before the server's record
-        if [ -n "$local_url" ]; then
+        # a probe of a local server answers once a server stand-in on that port has recorded
+        # itself (recorder.py writes UP-<port>), so nothing runs before the server's record
+        if [ -n "$port" ]; then
           i=0
-          while [ ! -e "$CAPTURE_RECORD_DIR/SERVER_UP" ]; do
+          while [ ! -e "$CAPTURE_RECORD_DIR/UP-$port" ] && [ ! -e "$CAPTURE_RECORD_DIR/UP-noport" ]; do
             i=$((i + 1)); [ "$i" -gt 100 ] && exit 7
             /bin/sleep 0.05
           done

@@ -33,9 +33,10 @@ REAL_PY = os.environ.get("CAPTURE_REAL_PYTHON", "/usr/bin/python3")
 WORKSPACE = "/workspace"
 FILE_SUFFIXES = (".yml", ".yaml", ".json", ".jinja", ".toml", ".cfg", ".conf", ".txt", ".py")
 SERVER_MODULE_PREFIXES = ("sglang.launch_server", "sglang.srt.entrypoints", "vllm.entrypoints",
-                          "atom.entrypoints", "tensorrt_llm.serve", "lmcache.v1.server")
+                          "atom.entrypoints", "tensorrt_llm.serve")
 HELPER_NAMES = ("vllm-router", "sglang-router", "mooncake_master", "lmcache_server",
                 "dynamo", "nats-server", "etcd")
+PORT_FLAGS = ("--port", "--server-port", "--http-port", "-p")
 SMI = ("nvidia-smi", "amd-smi", "rocm-smi")
 
 
@@ -66,9 +67,22 @@ def referenced_files(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def stay_alive() -> None:
-    """A server or daemon: tell the health probes it is up, then live until killed."""
-    open(os.path.join(REC, "SERVER_UP"), "a").close()
+def ports(argv: list[str]) -> list[str]:
+    out = []
+    for i, tok in enumerate(argv):
+        name, eq, val = tok.partition("=")
+        if name in PORT_FLAGS:
+            v = val if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            if v.isdigit():
+                out.append(v)
+    return out
+
+
+def stay_alive(argv: list[str]) -> None:
+    """A server or daemon: tell the health probes of its ports (fast.sh curl) it is up, then
+    live until killed."""
+    for p in ports(argv) or ["noport"]:
+        open(os.path.join(REC, f"UP-{p}"), "a").close()
     end = time.monotonic() + BOUND
     while time.monotonic() < end:
         time.sleep(0.05)
@@ -203,7 +217,7 @@ def python_main(argv: list[str]) -> None:
         client_done("aiperf", argv)
     if role in ("server", "helper"):
         record(role, argv, files=referenced_files(argv) if role == "server" else {})
-        stay_alive()
+        stay_alive(argv)
     if role == "install" and "--help" in argv:
         print("  --break-system-packages")
     record(role, argv)
@@ -232,10 +246,10 @@ def main() -> None:
                 os.path.basename(a) == "trtllm-serve" or a.startswith(SERVER_MODULE_PREFIXES)
                 for a in argv)):
         record("server", argv, files=referenced_files(argv))
-        stay_alive()
-    if name in HELPER_NAMES:
+        stay_alive(argv)
+    if name in HELPER_NAMES or (name == "lmcache" and len(argv) > 1 and argv[1] == "server"):
         record("helper", argv)
-        stay_alive()
+        stay_alive(argv)
     if name in ("pip", "pip3", "uv", "apt-get", "apt", "conda"):
         if name == "uv" and len(argv) > 2 and argv[1] == "venv":
             make_venv([a for a in argv[2:] if not a.startswith("-")][-1])
