@@ -121,7 +121,10 @@ def capture_job(checkout: Path, commit: str, mk: MasterKey, row: dict[str, Any],
         if cap["server"] is not None and cap["client"] is not None:
             cap["status"], cap["reason"] = "ok", ""
         elif not cap["reason"]:
-            cap["reason"] = _why(cap, run.finished_by, run.exit_code, run.output, checkout)
+            script_log = run.records / "script.log"
+            output = script_log.read_text(errors="replace") if script_log.is_file() else \
+                run.output
+            cap["reason"] = _why(cap, run.finished_by, run.exit_code, output, checkout)
     finally:
         box.close()
     return cap

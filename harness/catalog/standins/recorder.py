@@ -22,6 +22,7 @@ played. Then it behaves just enough like the real command for the script to go o
 - python3 -c / heredoc probes run on the real interpreter (they read files the script wrote).
 """
 
+import itertools
 import json
 import os
 import sys
@@ -146,35 +147,49 @@ def fake_download(argv: list[str]) -> None:
                     f.write(body)
 
 
+def script_index(argv: list[str]) -> int | None:
+    """Where the benchmark script is in a srun/docker argv: `... bash SCRIPT.sh ...`, or
+    `docker run --entrypoint=/bin/bash ... IMAGE SCRIPT.sh` (runners/launch_rtx6000pro-lat.sh)."""
+    bash_entry = any(a in ("--entrypoint=/bin/bash", "--entrypoint=bash") for a in argv) or any(
+        a == "--entrypoint" and b in ("/bin/bash", "bash") for a, b in itertools.pairwise(argv))
+    found = None
+    for j in range(1, len(argv)):
+        if argv[j].endswith(".sh") and (argv[j - 1] == "bash" or bash_entry):
+            found = j
+    return found
+
+
 def dispatch(argv: list[str]) -> None:
-    """srun/docker running `bash SCRIPT ...`: the launcher hands the job to its script."""
-    try:
-        i = max(j for j, a in enumerate(argv) if a == "bash" and j + 1 < len(argv)
-                and argv[j + 1].endswith(".sh"))
-    except ValueError:
+    """srun/docker running a benchmark script: the launcher hands the job to its script. The
+    script runs with the environment srun --export=ALL,K=V or docker -e/--env would give it,
+    its output in $CAPTURE_RECORD_DIR/script.log (the capture's reason when it fails)."""
+    i = script_index(argv)
+    if i is None:
         record("command", argv)
         sys.exit(0)
     env = dict(os.environ) if os.path.basename(argv[0]) == "srun" else docker_env(argv[:i])
     workdir = None
-    for a in argv[1:i]:
+    for j, a in enumerate(argv[1:i], start=1):
         if a.startswith("--export="):
             for kv in a.split("=", 1)[1].split(",")[1:]:
                 if "=" in kv:
                     k, v = kv.split("=", 1)
                     env[k] = v
-        if a.startswith("--container-workdir="):
+        if a.startswith(("--container-workdir=", "--workdir=")):
             workdir = a.split("=", 1)[1]
-    for flag in ("-w", "--workdir"):
-        if flag in argv[1:i]:
-            workdir = argv[argv.index(flag) + 1]
+        if a in ("-w", "--workdir") and j + 1 < i:
+            workdir = argv[j + 1]
     if workdir and os.path.isdir(workdir):
         os.chdir(workdir)
-    record("dispatch", argv, script=argv[i + 1], script_env=env)
+    record("dispatch", argv, script=argv[i], script_env=env)
     for k in ("PATH", "CAPTURE_RECORD_DIR", "CAPTURE_BOUND_S", "CAPTURE_REAL_PYTHON",
               "BASH_FUNC_command_not_found_handle%%", "PYTHONCOERCECLOCALE"):
         if k in os.environ:
             env[k] = os.environ[k]
-    os.execve("/bin/bash", ["bash", *argv[i + 1:]], env)
+    log = os.open(os.path.join(REC, "script.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.execve("/bin/bash", ["bash", *argv[i:]], env)
 
 
 def docker_env(argv: list[str]) -> dict[str, str]:
@@ -264,7 +279,7 @@ def main() -> None:
         sys.exit(0)
     if name == "sed":
         sed(argv)
-    if name in ("srun", "docker") and ("bash" in argv):
+    if name in ("srun", "docker", "podman"):
         dispatch(argv)
     if name == "salloc":
         record("command", argv)
