@@ -2,7 +2,8 @@
 overlay of / (every write lands in a temp dir), the checkout overlaid at /workspace (where the
 runner launchers mount it in the container), private mount and PID namespaces (killing the
 sandbox ends every process it started, background servers included) and a clean environment.
-Nothing the script writes, installs or patches reaches the real filesystem."""
+Nothing the script writes, installs or patches reaches the real filesystem. The sandbox also
+plays a GPU node's host for the probes scripts make (_fake_host)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ SETUP = r"""set -e
 B="$CAPTURE_SANDBOX"
 mount -t overlay overlay -o "lowerdir=/,upperdir=$B/u,workdir=$B/w" "$B/m"
 mount --rbind /dev "$B/m/dev"
+mount -t tmpfs -o size=4T tmpfs "$B/m/dev/shm"
 mount -t proc proc "$B/m/proc"
 mkdir -p "$B/m/workspace"
 mount -t overlay overlay \
@@ -45,6 +47,16 @@ class Sandbox:
         self.base = Path(tempfile.mkdtemp(prefix="ix-capture-"))
         for d in ("u", "w", "m", "wu", "ww", "rec"):
             (self.base / d).mkdir()
+        self._fake_host(self.base / "u")
+
+    @staticmethod
+    def _fake_host(upper: Path) -> None:
+        """What a GPU node answers to the host probes scripts make before the server: one
+        active RDMA rail (kimik3 mooncake scripts grep /sys/class/infiniband/*/ports/1/state);
+        /dev/shm is a 4 TiB tmpfs (the LMCache scripts size their L1 against its free space)."""
+        state = upper / "sys/class/infiniband/mlx5_0/ports/1/state"
+        state.parent.mkdir(parents=True)
+        state.write_text("4: ACTIVE\n")
 
     def run(self, command: str, env: dict[str, str], bound_s: float) -> SandboxRun:
         argv = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()),

@@ -122,8 +122,18 @@ def python_role(argv: list[str]) -> str:
 
 
 def run_real_python(argv: list[str]) -> None:
+    """A `python3 -c` / heredoc probe runs on the real interpreter: it reads files the script
+    wrote or computes a value. One that fails on an import (`from mooncake.store import ...`:
+    the image has the package, or the script just pip-installed it) answers success."""
+    import subprocess
+
     record("probe", argv)
-    os.execv(REAL_PY, [REAL_PY, *argv[1:]])
+    done = subprocess.run([REAL_PY, *argv[1:]], stderr=subprocess.PIPE)
+    err = done.stderr.decode(errors="replace")
+    if done.returncode != 0 and ("ModuleNotFoundError" in err or "ImportError" in err):
+        sys.exit(0)
+    sys.stderr.write(err)
+    sys.exit(done.returncode)
 
 
 def make_venv(path: str) -> None:
@@ -167,7 +177,11 @@ def dispatch(argv: list[str]) -> None:
     if i is None:
         record("command", argv)
         sys.exit(0)
-    env = dict(os.environ) if os.path.basename(argv[0]) == "srun" else docker_env(argv[:i])
+    if os.path.basename(argv[0]) == "srun":
+        # srun's job environment: the allocation salloc's stand-in granted
+        env = {**os.environ, "SLURM_JOB_ID": "4242", "SLURM_JOBID": "4242"}
+    else:
+        env = docker_env(argv[:i])
     workdir = None
     for j, a in enumerate(argv[1:i], start=1):
         if a.startswith("--export="):
