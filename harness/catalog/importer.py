@@ -89,12 +89,26 @@ def capture_key(checkout: Path, commit: str, mk: MasterKey, runners: dict[str, A
     return res
 
 
+def compact_server_env(launch: dict[str, Any]) -> None:
+    """The server's full environment as what differs from env_in: `env_added` (set or changed
+    by the script) and `env_removed` (unset by it: agentic scripts unset MAX_MODEL_LEN), so
+    env at server start = env_in - env_removed + env_added."""
+    server = launch.get("server")
+    if not server or "env" not in server:
+        return
+    env = server.pop("env")
+    env_in = launch.get("env_in", {})
+    server["env_added"] = {k: v for k, v in env.items() if env_in.get(k) != v}
+    server["env_removed"] = sorted(k for k in env_in if k not in env)
+
+
 def write_captured(res: KeyResult, commit: str, out_dir: Path) -> Path:
     path = out_dir / "captured" / f"{res.mk.key}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     for launch in res.launches:
         settings, unhonoured = client_settings(launch.get("client"))
         launch["client_settings"], launch["client_unhonoured"] = settings, unhonoured
+        compact_server_env(launch)
     doc = {"key": res.mk.key, "master": res.mk.master, "commit": commit, "kind": res.mk.kind,
            "upstream": UPSTREAM, "entry": res.mk.entry, "launcher": None, "reason": res.reason,
            "launches": res.launches}
