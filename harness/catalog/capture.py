@@ -161,7 +161,10 @@ def _fill(cap: dict[str, Any], records: list[dict[str, Any]]) -> None:
 
 def _why(cap: dict[str, Any], finished_by: str, code: int | None, output: str,
          checkout: Path) -> str:
-    tail = " | ".join(line for line in output.strip().splitlines()[-4:])[-600:]
+    # the workflow step's own wait for a result file says nothing about why
+    lines = [ln for ln in output.strip().splitlines()
+             if not ln.startswith(("Waiting for result file", "Run failed: Benchmark result"))]
+    tail = " | ".join(lines[-4:])[-600:]
     if cap["script"] is None:
         return f"the launcher started no benchmark script (exit {code}): {tail}"
     if not (checkout / cap["script"]).is_file():

@@ -13,7 +13,10 @@ env -0 > "$f.env"
 pwd > "$f.cwd"
 prev=
 case "$n" in
-  salloc) echo "salloc: Granted job allocation 4242" >&2 ;;
+  # Slurm as a launcher sees it: salloc grants job 4242, squeue lists it until scancel
+  salloc) echo "salloc: Granted job allocation 4242" >&2; : > "$CAPTURE_RECORD_DIR/SLURM_ALLOC" ;;
+  scancel) rm -f "$CAPTURE_RECORD_DIR/SLURM_ALLOC" ;;
+  squeue) if [ -e "$CAPTURE_RECORD_DIR/SLURM_ALLOC" ]; then echo 4242; fi ;;
   curl) port=
         for a in "$@"; do
           if [ "$prev" = "-o" ] && [ "$a" != /dev/null ]; then : > "$a"; fi; prev=$a
