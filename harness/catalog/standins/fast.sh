@@ -37,7 +37,13 @@ case "$n" in
         fi ;;
   hf|huggingface-cli) for a in "$@"; do
           if [ "$prev" = "--local-dir" ]; then
-            mkdir -p "$a" && echo '{}' > "$a/config.json" && : > "$a/model.safetensors"
+            # a complete checkpoint as the scripts' checkpoint_is_complete checks: config,
+            # tokenizer, a shard index and the shard it names
+            mkdir -p "$a" && echo '{}' > "$a/config.json" && echo '{}' > "$a/tokenizer_config.json"
+            echo '{}' > "$a/tokenizer.json"
+            echo '{"weight_map": {"w": "model-00001-of-00001.safetensors"}}' \
+              > "$a/model.safetensors.index.json"
+            : > "$a/model-00001-of-00001.safetensors"
           fi; prev=$a
         done ;;
 esac
