@@ -15,7 +15,13 @@ from typing import Any
 
 from harness.catalog.capture import DEFAULT_BOUND_S, build_bindirs, capture_job, choose_node
 from harness.catalog.client_settings import client_settings
-from harness.catalog.masters import MasterKey, launcher_for, load_masters, load_runners
+from harness.catalog.masters import (
+    MasterKey,
+    launcher_for,
+    load_masters,
+    load_runners,
+    runner_nodes,
+)
 from harness.catalog.matrix import expand
 
 UPSTREAM = "SemiAnalysisAI/InferenceX"
@@ -76,8 +82,12 @@ def capture_key(checkout: Path, commit: str, mk: MasterKey, runners: dict[str, A
         return res
     node = choose_node(mk, runners, checkout)
     if node is None:
-        res.reason = (f"no node of runner label {mk.runner!r} in configs/runners.yaml has a "
-                      f"launcher in runners/ (looked for launch_<node prefix>.sh)")
+        if not runner_nodes(runners, mk.runner):
+            res.reason = (f"runner label {mk.runner!r} is not in configs/runners.yaml: no node "
+                          f"runs this key upstream at this commit")
+        else:
+            res.reason = (f"no node of runner label {mk.runner!r} in configs/runners.yaml has a "
+                          f"launcher in runners/ (looked for launch_<node prefix>.sh)")
         return res
     jobs = expand(mk, runners)
 
