@@ -79,11 +79,28 @@ def _argv(rec: dict[str, Any]) -> list[str]:
 
 
 def choose_node(mk: MasterKey, runners: dict[str, Any], checkout: Path) -> str | None:
-    """The first node of the key's runner label whose launcher exists in the checkout."""
+    """The first node of the key's runner label whose launcher exists in the checkout. A label
+    configs/runners.yaml does not list (`h200-dgxc`, `cluster:mi325x-tw` at 843c6254) still
+    runs upstream: GitHub routes `runs-on: [label]` to any runner carrying it, and the file only
+    feeds the matrix generator. Then the node is inferred from the label's name: a listed node
+    named after it (h200-dgxc-slurm_0), else `<label>_0` when runners/launch_<label>.sh exists;
+    node_inferred() says so, and the report names it."""
     for node in runner_nodes(runners, mk.runner):
         if (checkout / launcher_for(node)).is_file():
             return node
+    if runner_nodes(runners, mk.runner):
+        return None
+    base = mk.runner.split(":", 1)[-1]
+    labels = runners.get("labels", {})
+    named = sorted({n for nodes in labels.values() for n in nodes if n.startswith(base)})
+    for node in [*named, f"{base}_0"]:
+        if (checkout / launcher_for(node)).is_file():
+            return node
     return None
+
+
+def node_inferred(mk: MasterKey, runners: dict[str, Any], node: str) -> bool:
+    return node not in runner_nodes(runners, mk.runner)
 
 
 def build_bindirs(root: Path) -> Path:

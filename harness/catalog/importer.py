@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.catalog.capture import DEFAULT_BOUND_S, build_bindirs, capture_job, choose_node
+from harness.catalog.capture import (
+    DEFAULT_BOUND_S,
+    build_bindirs,
+    capture_job,
+    choose_node,
+    node_inferred,
+)
 from harness.catalog.client_settings import client_settings
 from harness.catalog.masters import (
     MasterKey,
@@ -52,6 +58,7 @@ class KeyResult:
     mk: MasterKey
     launches: list[dict[str, Any]] = field(default_factory=list)
     reason: str = ""  # why the key has no launches at all
+    note: str = ""  # how a launch was arrived at, when not by upstream's files alone
 
     @property
     def ok(self) -> int:
@@ -81,6 +88,9 @@ def capture_key(checkout: Path, commit: str, mk: MasterKey, runners: dict[str, A
         res.reason = "multi-node: an attach recipe from master data (harness/catalog/multinode.py)"
         return res
     node = choose_node(mk, runners, checkout)
+    if node is not None and node_inferred(mk, runners, node):
+        res.note = (f"runner label {mk.runner!r} is not in configs/runners.yaml; node {node} "
+                    f"inferred from its name")
     if node is None:
         if not runner_nodes(runners, mk.runner):
             res.reason = (f"runner label {mk.runner!r} is not in configs/runners.yaml: no node "
@@ -121,7 +131,7 @@ def write_captured(res: KeyResult, commit: str, out_dir: Path) -> Path:
         compact_server_env(launch)
     doc = {"key": res.mk.key, "master": res.mk.master, "commit": commit, "kind": res.mk.kind,
            "upstream": UPSTREAM, "entry": res.mk.entry, "launcher": None, "reason": res.reason,
-           "launches": res.launches}
+           "note": res.note, "launches": res.launches}
     if res.launches:
         doc["launcher"] = launcher_for(res.launches[0]["runner_node"])
     path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
@@ -136,7 +146,8 @@ def load_captured(out_dir: Path, masters: list[MasterKey], commit: str) -> dict[
         if path.is_file():
             doc = json.loads(path.read_text())
             if doc.get("commit") == commit:
-                out[mk.key] = KeyResult(mk, doc.get("launches", []), doc.get("reason", ""))
+                out[mk.key] = KeyResult(mk, doc.get("launches", []), doc.get("reason", ""),
+                                        doc.get("note", ""))
     return out
 
 

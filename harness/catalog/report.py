@@ -74,6 +74,9 @@ def _failures_md(results: list[Any]) -> list[str]:
             text = reason.replace("|", "\\|").replace("\n", " ")
             lines.append(f"- conc {', '.join(map(str, concs))}: {text}")
         lines.append("")
+    notes = [f"- {res.mk.key}: {res.note}" for res in results if getattr(res, "note", "")]
+    if notes:
+        lines += ["Keys whose runner node was inferred:", "", *notes, ""]
     return lines or ["Every single-node launch was captured.", ""]
 
 
