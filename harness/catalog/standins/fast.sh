@@ -35,7 +35,24 @@ case "$n" in
             /bin/sleep 0.05
           done
         fi ;;
-  hf|huggingface-cli) for a in "$@"; do
+  hf|huggingface-cli)
+        # `hf download REPO` without --local-dir: a complete snapshot in the hub cache
+        # (models--org--name/refs/main + snapshots/<rev>/), its path on stdout, as hf prints it
+        repo=; local_dir=; dataset=
+        for a in "$@"; do
+          case "$prev" in --local-dir) local_dir=$a ;; --repo-type) [ "$a" = dataset ] && dataset=1 ;; esac
+          case "$a" in -*|download) ;; *) [ -z "$repo" ] && [ "$prev" != --repo-type ] && [ "$prev" != --local-dir ] && [ "$prev" != --revision ] && repo=$a ;; esac
+          prev=$a
+        done
+        prev=
+        if [ -n "$repo" ] && [ -z "$local_dir" ] && [ -z "$dataset" ]; then
+          root=${HF_HUB_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}/hub}
+          m="$root/models--$(printf '%s' "$repo" | /bin/sed 's#/#--#g')"
+          mkdir -p "$m/refs" "$m/snapshots/0000000000" 2>/dev/null && echo 0000000000 > "$m/refs/main"
+          set -- --local-dir "$m/snapshots/0000000000"
+          echo "$m/snapshots/0000000000"
+        fi
+        for a in "$@"; do
           if [ "$prev" = "--local-dir" ]; then
             # a complete checkpoint as the scripts' checkpoint_is_complete checks: config,
             # tokenizer, a shard index and the shard it names
