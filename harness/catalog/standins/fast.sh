@@ -16,6 +16,12 @@ case "$n" in
   # Slurm as a launcher sees it: salloc grants job 4242, squeue lists it until scancel
   salloc) echo "salloc: Granted job allocation 4242" >&2; : > "$CAPTURE_RECORD_DIR/SLURM_ALLOC" ;;
   scancel) rm -f "$CAPTURE_RECORD_DIR/SLURM_ALLOC" ;;
+  # an idle 8-GPU node (benchmark_lib.sh wait_for_amd_gpu_clean greps this under pipefail)
+  rocm-smi) case " $* " in *" --showmemuse "*)
+              for g in 0 1 2 3 4 5 6 7; do
+                printf 'GPU[%s]\t\t: GPU Memory Allocated (VRAM%%): 0\n' "$g"
+              done ;;
+            esac ;;
   squeue) if [ -e "$CAPTURE_RECORD_DIR/SLURM_ALLOC" ]; then echo 4242; fi ;;
   curl) port=
         for a in "$@"; do
