@@ -28,7 +28,7 @@ def test_a_minimax_eagle3_gqa_run_gets_the_gqa_curve(table) -> None:
                    draft="/data/models/MiniMax-M3-EAGLE3-GQA")
     assert local.al == 2.78
     # no drafter named: two curves answer, so the lookup refuses to pick one
-    with pytest.raises(KeyError, match="several drafters.*EAGLE3-GQA"):
+    with pytest.raises(KeyError, match=r"several drafters.*EAGLE3-GQA"):
         lookup(table, "minimax-m3", "eagle3", 3, True)
 
 

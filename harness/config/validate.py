@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from harness.config.errors import ConfigError, did_you_mean
-from harness.config.kinds import ENGINE_KINDS, WORKLOAD_KINDS
+from harness.config.kinds import ENGINE_KINDS, SAMPLE_METHODS, SAMPLING_ENGINES, WORKLOAD_KINDS
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 from harness.config.validate_scenario import check_dataset, check_fixed
 
@@ -311,6 +311,22 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("speculator.k"), "speculator.k",
                           f"speculator {spec.method} needs a draft length k >= 1",
                           "set speculator.k (e.g. speculator.k=3)")
+    if spec.sample_method not in SAMPLE_METHODS:
+        raise ConfigError(where("speculator.sample_method"), "speculator.sample_method",
+                          f"unknown sample method {spec.sample_method!r}",
+                          f"use one of {SAMPLE_METHODS}")
+    injected = spec.acceptance.mode == "injected" or (
+        spec.acceptance.mode == "auto" and sc_.kind == "agentic")
+    if (spec.method != "none" and spec.sample_method != "greedy" and not injected
+            and eng.kind not in SAMPLING_ENGINES):
+        # An injected point only borrows the curve: the forced acceptance replaces the
+        # verification, as InferenceX's ATOM Kimi-K3 script injects the probabilistic curve.
+        raise ConfigError(where("speculator.sample_method"), "speculator.sample_method",
+                          f"engine {eng.kind} drafts greedily; it has no knob for "
+                          f"{spec.sample_method} drafts, so real acceptance would not be "
+                          "what the setting says",
+                          "use engine=vllm, speculator.sample_method=greedy, or an injected "
+                          "point (speculator.acceptance.mode=injected)")
     if spec.acceptance.mode not in ("auto", "real", "injected"):
         raise ConfigError(where("speculator.acceptance.mode"), "speculator.acceptance.mode",
                           f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")

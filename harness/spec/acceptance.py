@@ -22,11 +22,7 @@ from harness.config.schema import SweepConfig
 TABLE_DIR = Path(__file__).resolve().parents[2] / "recipes" / "acceptance"
 COLUMNS = ("model", "speculator", "k", "thinking", "al", "precision", "draft", "sample_method",
            "dataset", "sampling", "engine", "source", "source_kind", "notes", "measured_on")
-# Sample methods (SpeculatorConfig.sample_method): greedy drafts (vLLM's default
-# draft_sample_method, and what SGLang, TensorRT-LLM and ATOM drafters do), probabilistic
-# drafts, and probabilistic drafts verified by block rejection (vLLM
-# rejection_sample_method=block). A row with none stated is greedy.
-SAMPLE_METHODS = ("greedy", "probabilistic", "probabilistic-block")
+# A row's sample_method is one of harness.config.kinds.SAMPLE_METHODS; none stated is greedy.
 
 
 @dataclass(frozen=True)
@@ -368,3 +364,20 @@ def check_injectable(method: str, scenario_kind: str, mode: str = "injected") ->
             "(almost) no drafts there, so an injected acceptance length cannot be realised or "
             "verified; use a model drafter (mtp, eagle3, draft_model) for injected agentic "
             "points, or speculator.acceptance.mode=real (flagged as not representative)")
+
+
+def sample_method_for(table: list[AcceptanceRow], model: str, speculator: str, k: int,
+                      thinking: bool | None, al: float, draft: str = "") -> str | None:
+    """The sample method whose published curve says `al` at draft length `k`, or None. For a
+    captured command that injects an AL but cannot say how it drafts (ATOM has no
+    draft-sampling knob; harness.spec.drafters returns None there): InferenceX's ATOM Kimi-K3
+    script injects 3.75 at k=6, the probabilistic-block curve's value (greedy: 3.54)."""
+    for method in ("greedy", "probabilistic", "probabilistic-block"):
+        try:
+            row = lookup(table, model, speculator, k, thinking, draft=draft,
+                         sample_method=method)
+        except KeyError:
+            continue
+        if row.sampled == method and abs(row.al - al) < 0.005:
+            return method
+    return None
