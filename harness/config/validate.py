@@ -280,7 +280,7 @@ def check_concurrency(sc: SweepConfig, where: Locator) -> None:
 
 def check_combinations(sc: SweepConfig, where: Locator) -> None:
     """Rules that involve more than one file. Each names the key to change and how."""
-    sc_, eng, spec, model = sc.scenario, sc.engine, sc.speculator, sc.model
+    sc_, eng, model = sc.scenario, sc.engine, sc.model
 
     if sc_.kind not in WORKLOAD_KINDS:
         raise ConfigError(where("scenario.kind"), "scenario.kind", f"unknown kind {sc_.kind!r}",
@@ -301,6 +301,32 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
                           "use completions or chat")
+    check_speculator(sc, where)
+    topo = sc.topology
+    for name in ("tp", "ep", "pp"):
+        if getattr(topo, name) < 1:
+            key = f"topology.{name}"
+            raise ConfigError(where(key), key, f"{name} must be >= 1, got "
+                              f"{getattr(topo, name)}", f"e.g. {key}=1 (tp=8: eight GPUs)")
+    if eng.kind == "llamacpp" and (gpus_of(sc) > 1 or topo.ep > 1):
+        raise ConfigError(where("topology.tp"), "topology.tp",
+                          "the embedded llama.cpp engine serves on one device",
+                          "set topology.tp=1 topology.pp=1 topology.ep=1")
+    if eng.kind != "endpoint" and gpus_of(sc) > sc.chip.gpus_per_node:
+        raise ConfigError(where("topology.tp"), "topology.tp",
+                          f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
+                          f"{sc.chip.gpus_per_node} per node",
+                          "lower tp/pp, or use a multi-node recipe")
+    if eng.kind == "endpoint" and not eng.url:
+        raise ConfigError(where("engine.url"), "engine.url",
+                          "engine=endpoint needs the URL of a running server",
+                          "add engine.url=http://host:port")
+
+
+def check_speculator(sc: SweepConfig, where: Locator) -> None:
+    """The speculator against its engine: a method it runs, a draft length, a sample method it
+    can render (or an injected point, which only borrows the curve), a known acceptance mode."""
+    sc_, eng, spec = sc.scenario, sc.engine, sc.speculator
     if spec.method != "none" and eng.speculators and spec.method not in eng.speculators:
         raise ConfigError(
             where("speculator.method"), "speculator.method",
@@ -330,22 +356,3 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
     if spec.acceptance.mode not in ("auto", "real", "injected"):
         raise ConfigError(where("speculator.acceptance.mode"), "speculator.acceptance.mode",
                           f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")
-    topo = sc.topology
-    for name in ("tp", "ep", "pp"):
-        if getattr(topo, name) < 1:
-            key = f"topology.{name}"
-            raise ConfigError(where(key), key, f"{name} must be >= 1, got "
-                              f"{getattr(topo, name)}", f"e.g. {key}=1 (tp=8: eight GPUs)")
-    if eng.kind == "llamacpp" and (gpus_of(sc) > 1 or topo.ep > 1):
-        raise ConfigError(where("topology.tp"), "topology.tp",
-                          "the embedded llama.cpp engine serves on one device",
-                          "set topology.tp=1 topology.pp=1 topology.ep=1")
-    if eng.kind != "endpoint" and gpus_of(sc) > sc.chip.gpus_per_node:
-        raise ConfigError(where("topology.tp"), "topology.tp",
-                          f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
-                          f"{sc.chip.gpus_per_node} per node",
-                          "lower tp/pp, or use a multi-node recipe")
-    if eng.kind == "endpoint" and not eng.url:
-        raise ConfigError(where("engine.url"), "engine.url",
-                          "engine=endpoint needs the URL of a running server",
-                          "add engine.url=http://host:port")
