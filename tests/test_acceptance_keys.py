@@ -4,6 +4,8 @@ at 843c6254 (golden_al_distribution/)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from harness.config.compose import compose_sweep
@@ -64,6 +66,11 @@ def test_an_injected_al_from_another_draft_length_is_refused(table) -> None:
     with pytest.raises(ConfigError) as ei:
         resolve(sc, can_inject=True, where="w", table=table)
     assert ei.value.key == "speculator.acceptance.length" and "2.27" in ei.value.problem
+    assert "speculator.acceptance.other_k=allow" in ei.value.fix
+    # upstream's keys as they are, by name
+    allowed = replace(sc, speculator=replace(sc.speculator, acceptance=replace(
+        sc.speculator.acceptance, other_k="allow")))
+    assert resolve(allowed, can_inject=True, where="w", table=table).length == 2.49
 
 
 def test_a_recipe_point_injects_the_curve_of_its_drafter_and_sample_method(table) -> None:

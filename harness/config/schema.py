@@ -102,6 +102,10 @@ class AcceptanceConfig:
     # Which table rows a lookup may inject: published (golden curves first; never a local
     # calibration), calibrated (harness calibrate's rows), or one row as file:line.
     source: str = "published"
+    # An explicit length that is a published curve's value at another draft length: refuse
+    # (InferenceX's written fairness rule, golden_al_distribution/README.md@843c6254) or allow
+    # (what its four dsv4-fp4-gb200-dynamo-vllm-agentic-mtp* keys do: 2.49, the k=3 value, at k=2).
+    other_k: str = "refuse"
 
 
 @dataclass

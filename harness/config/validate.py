@@ -356,3 +356,6 @@ def check_speculator(sc: SweepConfig, where: Locator) -> None:
     if spec.acceptance.mode not in ("auto", "real", "injected"):
         raise ConfigError(where("speculator.acceptance.mode"), "speculator.acceptance.mode",
                           f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")
+    if spec.acceptance.other_k not in ("refuse", "allow"):
+        raise ConfigError(where("speculator.acceptance.other_k"), "speculator.acceptance.other_k",
+                          f"unknown value {spec.acceptance.other_k!r}", "use refuse or allow")

@@ -306,11 +306,13 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
         mixed = k_mismatch(table if table is not None else load_table(), sc.model.name,
                            spec.method, spec.k, sc.effective_thinking(), al,
                            spec.draft_model or "", spec.sample_method)
-        if mixed:
+        if mixed and spec.acceptance.other_k != "allow":
             raise ConfigError(where, "speculator.acceptance.length", mixed,
                               "inject the curve's value at the draft length the engine runs "
-                              "(leave speculator.acceptance.length unset to look it up), or "
-                              "set speculator.k to the draft length this AL belongs to")
+                              "(leave speculator.acceptance.length unset to look it up), set "
+                              "speculator.k to the draft length this AL belongs to, or "
+                              "speculator.acceptance.other_k=allow to run it as upstream's "
+                              "key does")
     else:
         row = _table_row(sc, where, table)
         al, source = row.al, row.describe()
