@@ -110,3 +110,17 @@ def test_golden_rows_read_what_the_header_says() -> None:
     assert sample_method("# Measured on x (B300, vLLM MTP)") == "greedy"
     assert sample_method("# speculative-config: method=dspark | "
                          "draft_sample_method=probabilistic") == "probabilistic"
+
+
+def test_every_golden_row_of_a_master_model_is_selected_by_its_own_key(table) -> None:
+    from pathlib import Path
+
+    models = {p.stem for p in (Path(__file__).resolve().parents[1] / "recipes" / "model")
+              .glob("*.yaml")}
+    golden = [r for r in table if r.golden and r.model in models]
+    for r in golden:
+        got = lookup(table, r.model, r.speculator, r.k, r.thinking == "on", draft=r.draft,
+                     sample_method=r.sampled)
+        assert got.file == r.file, (r.key(), got.key())
+    # DeepSeek-V4-Pro 16, Qwen3.5 16, GLM-5.2 8, Kimi-K3 16, MiniMax-M3 32
+    assert len(golden) == 88
