@@ -53,7 +53,9 @@ class Sandbox:
     def _fake_host(upper: Path) -> None:
         """What a GPU node answers to the host probes scripts make before the server: one
         active RDMA rail (kimik3 mooncake scripts grep /sys/class/infiniband/*/ports/1/state);
-        /dev/shm is a 4 TiB tmpfs (the LMCache scripts size their L1 against its free space)."""
+        /dev/shm is a 4 TiB tmpfs (the LMCache scripts size their L1 against its free space).
+        The GPU tools' answers are in standins/fast.sh (rocm-smi: idle GPUs, MEC firmware 177,
+        so the scripts' HSA_NO_SCRATCH_RECLAIM workaround for older firmware is not taken)."""
         state = upper / "sys/class/infiniband/mlx5_0/ports/1/state"
         state.parent.mkdir(parents=True)
         state.write_text("4: ACTIVE\n")

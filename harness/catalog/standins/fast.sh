@@ -21,6 +21,11 @@ case "$n" in
               for g in 0 1 2 3 4 5 6 7; do
                 printf 'GPU[%s]\t\t: GPU Memory Allocated (VRAM%%): 0\n' "$g"
               done ;;
+              *" --showfw "*)
+              # firmware at 177, the version the scripts' MEC workaround tests against
+              for g in 0 1 2 3 4 5 6 7; do
+                printf 'GPU[%s]\t\t: MEC firmware version: \t\t177\n' "$g"
+              done ;;
             esac ;;
   squeue) if [ -e "$CAPTURE_RECORD_DIR/SLURM_ALLOC" ]; then echo 4242; fi ;;
   curl) port=
