@@ -12,7 +12,7 @@ from harness.testing.spawn import spawn_server
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import Replayer, ReplayResult, ReplaySettings
-from harness.workloads.replay_plan import build_plan, next_turn, start_point
+from harness.workloads.replay_plan import build_plan, next_turn, start_point, start_seed
 from harness.workloads.traces import load_traces
 from harness.workloads.traces.fit import Fit, fit_traces
 from harness.workloads.traces.model import SubAgent, Trace, TraceRequest
@@ -32,10 +32,14 @@ def fast_server() -> Iterator[str]:
 _PROMPTS: dict[int, BlockPrompts] = {}  # built once per tokenizer (2 s each)
 
 
-def replay(url, tokenizer, traces, lanes, settings, seed=1) -> ReplayResult:
+def block_prompts(tokenizer) -> BlockPrompts:
     if id(tokenizer) not in _PROMPTS:
         _PROMPTS[id(tokenizer)] = BlockPrompts(tokenizer, 1)
-    prompts = _PROMPTS[id(tokenizer)]
+    return _PROMPTS[id(tokenizer)]
+
+
+def replay(url, tokenizer, traces, lanes, settings, seed=1) -> ReplayResult:
+    prompts = block_prompts(tokenizer)
 
     async def go():
         async with StreamingClient(ClientSettings(url)) as c:
@@ -135,7 +139,7 @@ def test_warmup_primes_then_advances_each_lane_by_exactly_n(scripted_server, smo
     assert df[df["phase"] == "measured"]["send_ts"].min() >= result.profiling_start
     for lane in range(3):  # primers: the turn before t* of every stream alive at t*
         plan = build_plan(traces[lane % 2])
-        sp = start_point(plan, 1, "lane2" if lane >= 2 else "", 0.25, 0.75)
+        sp = start_point(plan, start_seed(1, plan.trace.id, lane), 0.25, 0.75)
         assert result.start_points[lane] == sp.t
         mine = primers[primers["session"] == f"L{lane}S1"]
         want = {("", sp.root_next - 1)} if sp.root_next else set()
