@@ -71,8 +71,10 @@ def test_tiered_joins_and_background_subagents_on_trace_0277(fast_server, smollm
     """AIPerf's loader: a sub-agent gates the first later parent turn at or after its recorded
     end; none: background. trace_0277: agent_001 (ends 139 s) gates the turn at 228 s, agents
     002/003 (end 348 s, 403 s) the turn at 763 s; agent_004 (ends 1061 s) gates nothing."""
+    # spawn_end: agent_002 starts its recorded 165 s after turn 0 (cut by the caps), so it is
+    # still running when the turn at 228 s goes; at once (upstream), it could end before it
     df = frame(replay(fast_server, smollm2_tokenizer, scaled("trace_0277"), 1,
-                      from_turn_0()).records)
+                      from_turn_0(subagent_start="spawn_end")).records)
     s, root = _first_tree(df)
     end = {a: s[s["agent"] == a]["end_ts"].max() for a in ("agent_001", "agent_002",
                                                             "agent_003", "agent_004")}

@@ -210,3 +210,59 @@ def test_tree_affinity_sends_the_roots_id_from_every_stream(smollm2_tokenizer):
         subs += bool(rec.tags["agent"])
     assert subs, "a sub-agent request was seen"
 
+
+
+# ---- no cap ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["inf", "null"])
+def test_caps_accept_inf_and_null_for_no_cap(value):
+    from harness.config.compose import compose_sweep
+    from harness.workloads.agentic_lanes import replay_settings
+
+    sc = compose_sweep(["scenarios=agentic-weka-cpu", f"scenario.tree_cap_s={value}",
+                        f"scenario.idle_cap_s={value}"])
+    rs = replay_settings(sc.scenario, "scenarios/agentic-weka-cpu.yaml")
+    assert rs.tree_cap_s == rs.idle_cap_s == float("inf")
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "-inf"])
+def test_caps_still_refuse_what_is_not_a_cap(value):
+    from harness.config.compose import compose_sweep
+    from harness.config.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"scenario\.tree_cap_s"):
+        compose_sweep(["scenarios=agentic-weka-cpu", f"scenario.tree_cap_s={value}"])
+
+
+def test_without_caps_nothing_moves_a_timer(fast_server, smollm2_tokenizer):
+    # a 0.4 s recorded gap with no cap at all is waited out whole, and no shift is counted
+    tr = Trace("g", "test", 1, [TraceRequest(0.0, 2, 2, [1, 2], api_time=0.01),
+                                TraceRequest(0.41, 3, 2, [1, 2, 3], api_time=0.01)])
+    s = from_turn_0(duration_s=1.0, idle_cap_s=None, tree_cap_s=float("inf"))
+    result = replay(fast_server, smollm2_tokenizer, [tr], 1, s)
+    t = frame(result.records).set_index(["session", "turn"]).sort_index()
+    assert t.loc[("L0S1", 1), "send_ts"] - t.loc[("L0S1", 0), "end_ts"] >= 0.39
+    assert not result.jumps.shifts
+
+
+# ---- the AIPerf-layout export ----------------------------------------------------------
+
+
+def test_the_export_writes_the_ids_the_request_sent():
+    from harness.publish.exports.aiperf_records import Clock, record_metadata
+    from harness.records import RequestRecord
+    from harness.workloads.replay_sessions import SessionIds
+
+    ids = SessionIds()
+    clock = Clock(0.0, 0)
+    for agent in ("", "agent_001"):
+        headers, tags = ids.request(agent)
+        rec = RequestRecord("L0S1/x/0/1", "measured", 1, 1, tags={
+            "session": "L0S1", "agent": agent, "trace": "trace_0277", "turn": 0, **tags})
+        meta = record_metadata(rec, clock, 0, 0)
+        assert meta["x_request_id"] == headers["X-Request-ID"]
+        assert meta["x_correlation_id"] == headers["X-Correlation-ID"]
+        assert meta["root_correlation_id"] == ids.root
+        assert meta["parent_correlation_id"] == (ids.root if agent else None)
+        assert meta["agent_depth"] == (1 if agent else 0)
