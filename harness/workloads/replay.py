@@ -2,9 +2,10 @@
 
 Concurrency N = N lanes, each one live session tree (a root stream, its sub-agents' streams,
 its parallel chains; harness.workloads.replay_plan), replayed closed-loop: a stream's next turn
-is sent its recorded idle gap after its previous turn ended; a sub-agent branch starts at its
-recorded offset from the turn that spawned it; the root turn a branch gates waits until every
-child stream of it ended (an error ends a child too). Waits are timers on one clock whose idle
+is sent its recorded idle gap after its previous turn ended; a sub-agent branch starts when the
+turn that spawned it returns (or is sent, when the capture overlapped them), each child at its
+recorded offset from the branch's start (replay_plan.child_offsets); the root turn a branch
+gates waits until every child stream of it ended (an error ends a child too). Waits are timers on one clock whose idle
 caps move them forward in sets (harness.workloads.replay_clock).
 
 Warmup (AIPerf's agentic warmup): each lane starts at t*, 25-75% into its tree's recorded span;
@@ -12,7 +13,8 @@ every stream alive at t* sends the turn before t* with one output token (the pri
 every lane's t* lands together), then each lane sends `warmup_requests_per_lane` more one-token
 requests that advance it (further turns, idle gaps removed). Profiling starts when they drained;
 each stream's first measured request is its next turn. A lane recycles when its root sent its
-last turn and the whole tree drained; the next trace replays from turn 0 with a fresh salt.
+last turn and the whole tree drained; the next trace (one shared sequence across lanes,
+harness.workloads.replay_sessions) replays from turn 0 with a fresh salt and fresh session ids.
 Profiling lasts `duration_s`; requests in flight then finish and count.
 """
 
