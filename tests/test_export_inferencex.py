@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import statistics
+import uuid
 from pathlib import Path
 
 import pytest
@@ -313,6 +314,11 @@ RECORD_METADATA = ("session_num", "x_request_id", "x_correlation_id", "conversat
 def test_agentic_records_accounting_and_qps_through_agentx_formulas(exported) -> None:
     p, _, _, lines = _agentic(exported)
     assert not [k for x in lines for k in RECORD_METADATA if k not in x["metadata"]]
+    # the ids each request sent as its session headers, through the requests Parquet
+    metas = [x["metadata"] for x in lines]
+    assert all(uuid.UUID(m["x_request_id"]) and uuid.UUID(m["x_correlation_id"]) for m in metas)
+    assert all(m["root_correlation_id"] == m["x_correlation_id"] for m in metas
+               if m["agent_depth"] == 0)
     # load_records_with_accounting: warmup = phase set and not profiling; error = truthy
     warm = [x for x in lines if x["metadata"].get("benchmark_phase", "profiling") != "profiling"]
     err = [x for x in lines if x.get("error")]
