@@ -5,8 +5,8 @@ its parallel chains; harness.workloads.replay_plan), replayed closed-loop: a str
 is sent its recorded idle gap after its previous turn ended; a sub-agent branch starts when the
 turn that spawned it returns (or is sent, when the capture overlapped them), each child at its
 recorded offset from the branch's start (replay_plan.child_offsets); the root turn a branch
-gates waits until every child stream of it ended (an error ends a child too). Waits are timers on one clock whose idle
-caps move them forward in sets (harness.workloads.replay_clock).
+gates waits until every child stream of it ended (an error ends a child too). Waits are timers
+on one clock whose idle caps move them forward in sets (harness.workloads.replay_clock).
 
 Warmup (AIPerf's agentic warmup): each lane starts at t*, 25-75% into its tree's recorded span;
 every stream alive at t* sends the turn before t* with one output token (the primers, spread so
