@@ -107,13 +107,22 @@ class AcceptanceConfig:
     # Which table rows a lookup may inject: published (golden curves first; never a local
     # calibration), calibrated (harness calibrate's rows), or one row as file:line.
     source: str = "published"
+    # An explicit length that is a published curve's value at another draft length: refuse
+    # (InferenceX's written fairness rule, golden_al_distribution/README.md@843c6254) or allow
+    # (what its four dsv4-fp4-gb200-dynamo-vllm-agentic-mtp* keys do: 2.49, the k=3 value, at k=2).
+    other_k: str = "refuse"
 
 
 @dataclass
 class SpeculatorConfig:
-    method: str = "none"  # none | ngram | draft_model | mtp | eagle3 | ...
+    method: str = "none"  # none | ngram | draft_model | mtp | eagle3 | dspark | ...
     k: int = 0  # draft length (speculative tokens per step)
-    draft_model: str | None = None  # draft_model / eagle3: checkpoint of the drafter
+    draft_model: str | None = None  # draft_model / eagle3 / dspark: checkpoint of the drafter
+    # How drafts are sampled and verified, part of what an acceptance curve was measured with:
+    # greedy (vLLM's default draft_sample_method), probabilistic (draft_sample_method
+    # probabilistic) or probabilistic-block (that and rejection_sample_method block, the Kimi-K3
+    # DSpark golden curve of InferenceX golden_al_distribution/@843c6254).
+    sample_method: str = "greedy"
     ngram_min: int = 2
     ngram_max: int = 4
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
@@ -176,8 +185,15 @@ class ScenarioConfig:
     max_overflow_share: float = 0.01  # context overflows allowed
     max_failed_share: float = 0.10  # failed requests allowed
     # agentic replay scheduler (docs/replay.md): upstream's behaviour by default
-    idle_cap_s: float = 10.0  # nothing in flight anywhere this long: every timer moves forward
-    tree_cap_s: float = 300.0  # one session tree idle this long: its timers move forward
+    # inf or null: no cap
+    idle_cap_s: float | None = 10.0  # nothing in flight anywhere this long: every timer moves
+    tree_cap_s: float | None = 300.0  # one session tree idle this long: its timers move forward
+    # upstream's rules by default; the others name this harness's earlier ones (docs/settings.md)
+    start_seed: str = "trace_lane"  # trace_lane | trace: the seed of each lane's t*
+    recycle: str = "shared"  # shared | per_lane: which trace a lane plays after its tree
+    subagent_start: str = "branch_start"  # branch_start | spawn_end: a sub-agent's first send
+    request_style: str = "aiperf"  # aiperf | harness: agentic request fields and headers
+    session_affinity: str = "stream"  # stream | tree: the X-Session-Affinity key
     warmup_requests_per_lane: int = 10  # one-token requests advancing each lane after primers
     start_min_ratio: float = 0.25  # each lane's start point t*: uniform in this share of
     start_max_ratio: float = 0.75  # its tree's recorded time span
