@@ -72,6 +72,13 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
               f"({p.get('spec_acceptance_source') or p.get('spec_acceptance_mode')}), "
               f"realised {_fmt(p.get('spec_realised_al'))}")
         lines.append(f"speculator {spec} k={p.get('spec_k')} · {al}")
+        # harness.evals.lossless: same prompts with and without the speculator
+        lines.append(f"lossless check: {p.get('lossless_verdict') or 'not run'}")
+    for r in p.get("eval_results") or []:
+        if isinstance(r, dict):
+            lines.append(f"eval {r.get('task')}: {_fmt(r.get('score'))} ± "
+                         f"{_fmt(r.get('stderr'))} (n {r.get('n')}, floor {r.get('floor')}"
+                         f"{'' if r.get('passed') else ', BELOW'})")
     if p.get("scenario_kind") == "agentic":
         lines.append(
             f"{p.get('conc')} session trees · fit {p.get('fit')} · QPS {_fmt(p.get('qps'))} · "
