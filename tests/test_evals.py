@@ -64,6 +64,7 @@ def test_floors_live_in_model_recipes_and_bad_tasks_are_refused() -> None:
         compose_sweep(["eval.tasks=[mmlu]"])
 
 
+@pytest.mark.slow  # lm-eval's import alone takes seconds
 @pytest.mark.parametrize("wrong", [False, True])
 def test_gsm8k_through_lm_eval_passes_a_right_server_and_fails_a_wrong_one(wrong: bool) -> None:
     sc = compose_sweep(["eval=gsm8k-slice", "eval.limit=6"])

@@ -275,7 +275,9 @@ class LosslessConfig:
     """The lossless-speculation check on every speculative job (harness.evals.lossless):
     the same prompts with and without the speculator on the same engine build."""
 
-    mode: str = "auto"  # auto: every speculative job that launches its engine | on | off
+    # auto: every speculative job at real acceptance on an engine it launches | on: injected
+    # jobs too (a launch with real verification) | off
+    mode: str = "auto"
     prompts: int = 8  # GSM8K questions from the shipped slice, chat template
     max_tokens: int = 48  # tokens generated per prompt
     temperatures: list[float] = field(default_factory=lambda: [0.0])

@@ -48,12 +48,13 @@ def check_data(sc: SweepConfig, repo: Path, locate: Locate) -> None:
             raise FileNotFoundError(f"{path}: the lossless check's prompts are missing")
 
 
-def lossless_wanted(sc: SweepConfig, launches: bool) -> bool:
-    """auto: every speculative job whose engine the harness launches (an attached server
-    has no speculator-free twin to compare with); on: also attached ones (error there)."""
+def lossless_wanted(sc: SweepConfig, launches: bool, injected: bool = False) -> bool:
+    """auto: every speculative job at real acceptance whose engine the harness launches (an
+    attached server has no speculator-free twin to compare with; a job at an injected AL
+    would need a launch of its own with real verification: `on` asks for that too)."""
     if sc.speculator.method == "none" or sc.lossless.mode == "off":
         return False
-    return sc.lossless.mode == "on" or launches
+    return sc.lossless.mode == "on" or (launches and not injected)
 
 
 def run_evals(sc: SweepConfig, eng: EngineSession, model: str, repo: Path,
@@ -112,11 +113,11 @@ def without_speculator(sc: SweepConfig) -> SweepConfig:
 def run_stage(sc: SweepConfig, run: RunDir, job: str, repo: Path, locate: Locate,
               eng: EngineSession, adapter: EngineAdapter, point_ids: set[str]) -> None:
     """Evals and the lossless check for one job whose points are on disk."""
-    want_ll = lossless_wanted(sc, eng.launches_engine)
+    real = adapter.acceptance.mode != "injected"
+    want_ll = lossless_wanted(sc, eng.launches_engine, injected=not real)
     if not sc.eval.tasks and not want_ll:
         return
     t0 = time.monotonic()
-    real = adapter.acceptance.mode != "injected"
     hints = with_eval_context(adapter.hints, sc)
     # Injected acceptance changes what the engine outputs: evals and the comparison run on a
     # launch with real verification (same build, same flags otherwise).
