@@ -126,3 +126,16 @@ def test_check_results_amend_every_point_of_the_job(tmp_path: Path) -> None:
     assert lines["c"]["valid"] is True and "lossless_verdict" not in lines["c"]
     saved = json.loads((run.root / "correctness" / "job0.json").read_text())
     assert saved["lossless"]["greedy"][0]["divergences"][0]["position"] == 0
+
+
+def test_the_tooltip_carries_the_lossless_verdict_and_the_eval_score() -> None:
+    from harness.publish.dashboards.page import hover_lines
+
+    p = {"model": "m", "chip": "cpu", "engine": "llamacpp", "precision": "q4_1",
+         "spec_method": "ngram", "spec_k": 4, "conc": 1, "valid": False,
+         "lossless_verdict": "LOSSY: T=0: diverges in 25% of prompts (2/8; first at token 3)",
+         "eval_results": [{"task": "gsm8k", "score": 0.1, "stderr": 0.1, "n": 10,
+                           "floor": 0.9, "passed": False}]}
+    lines = hover_lines(p)
+    assert any(line.startswith("lossless check: LOSSY: T=0: diverges in 25%") for line in lines)
+    assert any("eval gsm8k: 0.1" in line and "BELOW" in line for line in lines)
