@@ -133,9 +133,24 @@ def test_the_tooltip_carries_the_lossless_verdict_and_the_eval_score() -> None:
 
     p = {"model": "m", "chip": "cpu", "engine": "llamacpp", "precision": "q4_1",
          "spec_method": "ngram", "spec_k": 4, "conc": 1, "valid": False,
+         "scenario": "fixed-128x64", "scenario_kind": "fixed",
          "lossless_verdict": "LOSSY: T=0: diverges in 25% of prompts (2/8; first at token 3)",
          "eval_results": [{"task": "gsm8k", "score": 0.1, "stderr": 0.1, "n": 10,
                            "floor": 0.9, "passed": False}]}
     lines = hover_lines(p)
     assert any(line.startswith("lossless check: LOSSY: T=0: diverges in 25%") for line in lines)
     assert any("eval gsm8k: 0.1" in line and "BELOW" in line for line in lines)
+
+
+@pytest.mark.slow  # lm-eval's import alone takes seconds
+def test_harness_eval_on_an_attached_server_exits_1_below_the_floor(tmp_path: Path) -> None:
+    from harness.cli.main import main
+
+    out = tmp_path / "eval.json"
+    with spawn_server(SERVER, "--answers", str(SLICE), "--wrong") as port:
+        rc = main(["eval", "eval=gsm8k-slice", "eval.limit=4", "model=deepseek-r1",
+                   "engine=endpoint", f"engine.url=http://127.0.0.1:{port}", "--out",
+                   str(out)])
+    saved = json.loads(out.read_text())
+    assert rc == 1 and saved[0]["score"] == 0.0 and saved[0]["floor"] == 0.91
+    assert saved[0]["floor_source"] == "model.eval_floors" and saved[0]["n"] == 4
