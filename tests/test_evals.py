@@ -154,3 +154,11 @@ def test_harness_eval_on_an_attached_server_exits_1_below_the_floor(tmp_path: Pa
     saved = json.loads(out.read_text())
     assert rc == 1 and saved[0]["score"] == 0.0 and saved[0]["floor"] == 0.91
     assert saved[0]["floor_source"] == "model.eval_floors" and saved[0]["n"] == 4
+
+
+def test_a_divergence_is_inconclusive_when_the_engine_is_not_deterministic_alone() -> None:
+    diverged = ll.compare_greedy([["a", "b"]], [["a", "c"]])
+    steady = ll.LosslessResult(greedy=[diverged], control=ll.compare_greedy([["a"]], [["a"]]))
+    assert not steady.ok and "LOSSY" in steady.verdict()
+    shaky = ll.LosslessResult(greedy=[diverged], control=ll.compare_greedy([["a"]], [["b"]]))
+    assert shaky.ok and "inconclusive" in shaky.verdict() and lossless_rule(shaky)[0].ok

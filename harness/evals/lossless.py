@@ -150,14 +150,23 @@ class LosslessResult:
 
     greedy: list[GreedyVerdict] = field(default_factory=list)
     sampled: list[SampledVerdict] = field(default_factory=list)
+    # T=0 control: the reference server's outputs against a second pass of the same prompts.
+    # If the engine is not deterministic without the speculator, a divergence with it is not
+    # the speculator's doing: the verdict is then inconclusive and fails nothing.
+    control: GreedyVerdict | None = None
     spec_drafts: float | None = None  # drafts the speculative side made during the check
     spec_accepted: float | None = None  # draft tokens it accepted
     settings: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # why it was not run, when it was not
 
     @property
+    def deterministic(self) -> bool:
+        return self.control is None or self.control.ok
+
+    @property
     def ok(self) -> bool:
-        return all(g.ok for g in self.greedy) and all(s.ok for s in self.sampled)
+        greedy = all(g.ok for g in self.greedy) or not self.deterministic
+        return greedy and all(s.ok for s in self.sampled)
 
     @property
     def ran(self) -> bool:
@@ -182,6 +191,11 @@ class LosslessResult:
                          f"{s.p_adjusted:.2g} over {s.tests} tests)")
         engaged = ("" if self.spec_accepted is None else
                    f"; {self.spec_accepted:.0f} draft tokens accepted")
+        if self.control is not None:
+            c = self.control
+            engaged += (f"; control (no speculator, twice): {c.identical}/{c.prompts} identical"
+                        + ("" if c.ok else ": the engine is not deterministic at T=0, so "
+                           "T=0 divergences are inconclusive"))
         head = "lossless" if self.ok else "LOSSY"
         return f"{head}: " + "; ".join(parts) + engaged
 
@@ -190,6 +204,7 @@ class LosslessResult:
                 "greedy": [{**asdict(g), "diverged_share": g.diverged_share}
                            for g in self.greedy],
                 "sampled": [{**asdict(s), "ok": s.ok} for s in self.sampled],
+                "control": asdict(self.control) if self.control else None,
                 "spec_drafts": self.spec_drafts, "spec_accepted": self.spec_accepted,
                 "settings": self.settings, "note": self.note}
 

@@ -94,6 +94,9 @@ def check_lossless(sc: SweepConfig, spec_eng: EngineSession, base_eng: EngineSes
         spec = ll.collect(spec_eng.base_url, model, prompts, c.max_tokens, t, spec_seeds, conc)
         if t == 0:
             res.greedy.append(ll.compare_greedy([r[0] for r in ref], [s[0] for s in spec]))
+            again = ll.collect(base_eng.base_url, model, prompts, c.max_tokens, t, ref_seeds,
+                               conc)
+            res.control = ll.compare_greedy([r[0] for r in ref], [a[0] for a in again])
         else:
             res.sampled.append(ll.compare_sampled(ref, spec, t, c.positions, c.alpha))
     after = spec_eng.scrape()
