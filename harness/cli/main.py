@@ -30,6 +30,7 @@ commands:
   export      a run in other tools' formats (`harness export inferencex RUN_DIR --out DIR`)
   eval        accuracy evals (lm-eval, InferenceX's settings) on a launched or attached engine
   check       `harness check lossless`: is speculative decoding lossless on this engine?
+  catalog     InferenceX's catalog from a checkout (`harness catalog import DIR`, show, diff)
 """
 
 
@@ -216,6 +217,12 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _catalog(argv: list[str]) -> int:
+    from harness.cli.catalog import catalog_command  # reads an InferenceX checkout
+
+    return catalog_command(argv)
+
+
 def _ingest(argv: list[str]) -> int:
     from harness.publish.ingest import IngestError, ingest
 
@@ -249,7 +256,7 @@ def _check(argv: list[str]) -> int:
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
             "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
-            "export": _export, "eval": _eval, "check": _check}
+            "export": _export, "eval": _eval, "check": _check, "catalog": _catalog}
 
 
 def _terminate(signum: int, _frame: object) -> None:
