@@ -28,6 +28,8 @@ commands:
   baseline    save a run's points as a committed baseline
   metrics     every metric key: label, unit, which direction is better, definition
   export      a run in other tools' formats (`harness export inferencex RUN_DIR --out DIR`)
+  eval        accuracy evals (lm-eval, InferenceX's settings) on a launched or attached engine
+  check       `harness check lossless`: is speculative decoding lossless on this engine?
   catalog     InferenceX's catalog from a checkout (`harness catalog import DIR`, show, diff)
 """
 
@@ -260,10 +262,22 @@ def _ingest(argv: list[str]) -> int:
     return 0
 
 
+def _eval(argv: list[str]) -> int:
+    from harness.cli.correctness import eval_command
+
+    return eval_command(argv)
+
+
+def _check(argv: list[str]) -> int:
+    from harness.cli.correctness import check_command
+
+    return check_command(argv)
+
+
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
             "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
-            "export": _export, "catalog": _catalog}
+            "export": _export, "eval": _eval, "check": _check, "catalog": _catalog}
 
 
 ALL_FAILED = 5  # `harness sweep`: the run ended, but every one of its points failed

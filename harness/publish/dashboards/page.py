@@ -117,6 +117,13 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
         if p.get("spec_unverified_ok"):
             lines.append("speculation UNVERIFIED: the engine's metrics showed none; the label "
                          "is kept by speculator.unverified_ok=true")
+        # harness.evals.lossless: same prompts with and without the speculator
+        lines.append(f"lossless check: {_fmt(p.get('lossless_verdict') or 'not run')}")
+    for r in p.get("eval_results") or []:
+        if isinstance(r, dict):
+            lines.append(f"eval {_fmt(r.get('task'))}: {_fmt(r.get('score'))} ± "
+                         f"{_fmt(r.get('stderr'))} (n {_fmt(r.get('n'))}, floor "
+                         f"{_fmt(r.get('floor'))}{'' if r.get('passed') else ', BELOW'})")
     if p.get("scenario_kind") == "agentic":
         lines.append(
             f"{p.get('conc')} session trees · fit {_fmt(p.get('fit'))} · QPS {_fmt(p.get('qps'))} "
