@@ -43,6 +43,7 @@ class JobContext:
     validity: ValiditySettings
     gpus: GpuCount
     telemetry: Choice = NOT_SET
+    body: Mapping[str, Any] | None = None  # fields every request carries (later prepares)
 
 
 @dataclass(frozen=True, slots=True)

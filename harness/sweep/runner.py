@@ -37,7 +37,7 @@ from harness.record.results import RunDir, atomic_write, git_revision
 from harness.record.validity import settings_for
 from harness.spec import acceptance
 from harness.spec.acceptance import AcceptancePlan
-from harness.sweep import interrupts, series
+from harness.sweep import interrupts, search, series
 from harness.sweep.point import EngineState, JobContext, PowerMeasurement, assemble, now_iso
 from harness.telemetry.base import TelemetrySampler
 from harness.workloads.base import LoadLevel, Measurement, Target
@@ -125,7 +125,7 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
     t = sc.topology
     gpus = GpuCount(gpus_of(sc), t.prefill_gpus, t.decode_gpus)
     return JobContext(sc, sc.run_id, name, adapter, workload, run_seed(sc),
-                      git_revision(repo), settings_for(sc), gpus, telemetry=choice)
+                      git_revision(repo), settings_for(sc), gpus, telemetry=choice, body=body)
 
 
 def choose_telemetry(sc: SweepConfig, locate: Locate) -> telemetry.Choice:
@@ -167,6 +167,8 @@ def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
 def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,
                plan: AcceptancePlan) -> list[PointRecord]:
     """One engine launch: its pending points, each on disk before the next begins."""
+    if sc.search.mode == "slo":
+        return run_search(sc, run, name, repo, locate, plan)
     planned = plan_points(sc, plan)
     done = set() if sc.fresh else run.completed_ids()
     todo = [p for p in planned if p.level.point_id not in done]
@@ -182,13 +184,55 @@ def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loca
         print(f"engine ready: {eng.version} at {eng.base_url}")
         for p in todo:
             interrupts.check()
-            record = run_point(ctx, eng, p, run)
-            written.append(record)
-            engine_down = any(r.name.startswith("engine_") for r in record.validity.failed)
-            if engine_down and eng.launches_engine:
-                print(f"engine failed during {p.level.point_id} "
-                      f"({record.reasons[0].splitlines()[0]}); restarting it")
-                eng.restart()
+            written.append(measure(ctx, eng, p, run))
+    return written
+
+
+def measure(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir) -> PointRecord:
+    """One point; an engine that died in it is restarted for the next."""
+    record = run_point(ctx, eng, p, run)
+    engine_down = any(r.name.startswith("engine_") for r in record.validity.failed)
+    if engine_down and eng.launches_engine:
+        print(f"engine failed during {p.level.point_id} "
+              f"({record.reasons[0].splitlines()[0]}); restarting it")
+        eng.restart()
+    return record
+
+
+def run_search(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,
+               plan: AcceptancePlan) -> list[PointRecord]:
+    """search.mode=slo (harness.sweep.search, docs/slo.md): loads chosen one at a time, each an
+    ordinary point of the run; a point already complete in the run is read, not measured."""
+    s, crit = sc.search, search.criteria(sc.search.criteria)
+    state = search.SloSearch(float(s.lo), float(s.hi), float(s.resolution), s.confirm,
+                             integer=not open_loop(sc))
+    first = planned_point(sc, state.lo, 0, plan)
+    ctx = prepare_job(sc, run, name, repo, locate, [first], plan)
+    done = {} if sc.fresh else {p["point_id"]: p for p in run.points()
+                                if p.get("status") == "ok"}
+    written: list[PointRecord] = []
+    slots = max(sc.concurrency) if open_loop(sc) else int(s.hi)
+    with EngineSession(ctx.adapter, run.root, name, slots) as eng:
+        print(f"engine ready: {eng.version} at {eng.base_url}")
+        while (load := state.next_load()) is not None:
+            interrupts.check()
+            p = planned_point(sc, load, len(state.seen.get(load, [])), plan)
+            flat = done.get(p.level.point_id)
+            if flat is None:
+                ctx.workload.prepare([p.level], dict(ctx.body or {}))
+                record = measure(ctx, eng, p, run)
+                written.append(record)
+                flat = record.flat()
+            verdict = search.judge(flat, crit)
+            state.record(load, p.level.point_id, verdict)
+            print(f"search: load {load:g} {'passes' if verdict.ok else 'fails'}"
+                  + ("" if verdict.ok else f" ({verdict.breach})"))
+    result = state.result(crit)
+    run.write_json(f"search/{name}.json", {"axis": "rate" if open_loop(sc) else "concurrency",
+                                           **result})
+    print(f"search: highest passing {result['highest_passing']}, lowest failing "
+          f"{result['lowest_failing']} ({result['breaching_metric']}), "
+          f"{result['num_points']} points")
     return written
 
 
