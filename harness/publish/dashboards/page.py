@@ -190,8 +190,7 @@ def _script_json(obj: Any) -> str:
 
 
 def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
-                payload: list[dict[str, Any]] | None = None,
-                capacity: list[dict[str, Any]] | None = None) -> str:
+                payload: list[dict[str, Any]] | None = None, capacity: list | None = None) -> str:
     """The page; `payload` is `payload_points(points, out)` when the caller has it already."""
     from plotly.offline import get_plotlyjs
 
