@@ -6,7 +6,9 @@ Bracket by doubling from `lo` (capped at `hi`), bisect between the highest passi
 lowest failing load down to `resolution`, then measure both boundary loads `confirm` more times:
 a load passes only if every one of its measurements passes, so a confirming failure moves the
 boundary down and the bisection resumes. An invalid point fails (its load was not served as
-asked). AIPerf's `max-concurrency-under-sla` reports the same pair and breaching metric.
+asked). AIPerf's `max-concurrency-under-sla` (src/aiperf/search_recipes/
+_max_concurrency_under_sla.py@6069528a, style `monotonic`) probes exponentially then bisects
+the same way; docs/slo.md says where ours differs.
 """
 
 from __future__ import annotations
