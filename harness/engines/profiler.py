@@ -14,8 +14,9 @@ What each server offers, from its source:
 - ATOM: POST /start_profile and /stop_profile (the reply lists the trace files), traces under
   ATOM_TORCH_PROFILER_DIR (atom/entrypoints/openai/api_server.py and atom/config.py@ffdf3bb5);
   no cache reset.
-- TensorRT-LLM (trtllm-serve) and llama.cpp serve no profiler endpoint and no cache reset:
-  refused before launch.
+- TensorRT-LLM: trtllm-serve's `register_routes` (tensorrt_llm/serve/openai_server.py@e7f7345e)
+  has health, version, models, metrics, perf_metrics, kv_cache_events and the OpenAI routes,
+  no profiler and no cache reset; llama.cpp neither: both refused before launch.
 
 Calls are blocking (urllib, redirects refused) and made between the client's phases, never
 during one. Times are perf_counter stamps, so a test can check the window lies inside them.
