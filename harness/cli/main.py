@@ -28,6 +28,9 @@ commands:
   baseline    save a run's points as a committed baseline
   metrics     every metric key: label, unit, which direction is better, definition
   export      a run in other tools' formats (`harness export inferencex RUN_DIR --out DIR`)
+  eval        accuracy evals (lm-eval, InferenceX's settings) on a launched or attached engine
+  check       `harness check lossless`: is speculative decoding lossless on this engine?
+  catalog     InferenceX's catalog from a checkout (`harness catalog import DIR`, show, diff)
 """
 
 
@@ -147,7 +150,15 @@ def _acceptance(argv: list[str]) -> int:
     ls = sub.add_parser("list", help="show the table")
     ls.add_argument("--model")
     ls.add_argument("--speculator")
+    imp = sub.add_parser("import-golden", help="rewrite published.csv's InferenceX golden rows "
+                         "from DIR/golden_al_distribution/*.yaml (an InferenceX checkout)")
+    imp.add_argument("dir", type=Path)
+    imp.add_argument("--commit", help="the checkout's commit (default: git rev-parse HEAD)")
     a = p.parse_args(argv)
+    if a.cmd == "import-golden":
+        from harness.spec.golden import import_golden
+
+        return import_golden(a.dir, a.commit)
     rows = [r for r in load_table()
             if (not a.model or r.model == a.model)
             and (not a.speculator or r.speculator == a.speculator)]
@@ -155,7 +166,9 @@ def _acceptance(argv: list[str]) -> int:
     for r in sorted(rows, key=lambda r: (r.model, r.speculator, r.thinking, r.k)):
         src = r.source_kind if r.measured_on else r.source.split("/blob/")[0].split("//")[-1]
         print(f"{r.model:<22} {r.speculator:<13} {r.k:>2} {r.thinking:<5} {r.al:>6.3f}  "
-              f"{r.precision:<8} {src} ({r.file})")
+              f"{r.precision:<8} {src} ({r.file})"
+              + (f" draft={r.draft}" if r.draft else "")
+              + (f" {r.sampled}" if r.sampled != "greedy" else ""))
     print(f"{len(rows)} rows")
     return 0
 
@@ -204,6 +217,12 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _catalog(argv: list[str]) -> int:
+    from harness.cli.catalog import catalog_command  # reads an InferenceX checkout
+
+    return catalog_command(argv)
+
+
 def _ingest(argv: list[str]) -> int:
     from harness.publish.ingest import IngestError, ingest
 
@@ -222,10 +241,22 @@ def _ingest(argv: list[str]) -> int:
     return 0
 
 
+def _eval(argv: list[str]) -> int:
+    from harness.cli.correctness import eval_command
+
+    return eval_command(argv)
+
+
+def _check(argv: list[str]) -> int:
+    from harness.cli.correctness import check_command
+
+    return check_command(argv)
+
+
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
             "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
-            "export": _export}
+            "export": _export, "eval": _eval, "check": _check, "catalog": _catalog}
 
 
 def _terminate(signum: int, _frame: object) -> None:
