@@ -76,12 +76,12 @@ def merge_options(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str,
 
 
 def chosen_rows(sc: SweepConfig) -> list[SearchRow]:
-    """The rows a sweep runs: all, or for an attached deployment (engine.deployment) the rows
+    """The rows a sweep runs: those of the composed scenario (a key may list rows for several,
+    `scenarios=` picks), and for an attached deployment (engine.deployment) only the rows
     that deployment serves (a multi-node key's rows are each their own srt-slurm recipe)."""
+    rows = [r for r in sc.search_space if r.scenario in (None, sc.scenario.name)]
     want = sc.engine.deployment
-    if not want:
-        return list(sc.search_space)
-    return [r for r in sc.search_space if r.deploy_recipe == want]
+    return [r for r in rows if r.deploy_recipe == want] if want else rows
 
 
 def launches(sc: SweepConfig, check: Callable[[SweepConfig], None] | None = None

@@ -28,7 +28,6 @@ def check_catalog(sc: SweepConfig, where: Locate) -> None:
     check_helpers(sc, where)
     check_setup(sc, where)
     check_parallel(sc, where)
-    check_rows(sc, where)
 
 
 def check_kv_offload(sc: SweepConfig, where: Locate) -> None:
@@ -39,7 +38,7 @@ def check_kv_offload(sc: SweepConfig, where: Locate) -> None:
         raise ConfigError(where(key), key, f"unknown KV offload backend {kv.backend!r}",
                           f"use one of {', '.join(KV_OFFLOAD_BACKENDS)}"
                           + (f"; {hint}" if hint else ""))
-    if kv.backend != "none" and kv.dram_gb_per_rank <= 0:
+    if kv.backend != "none" and kv.dram_gb_per_rank <= 0 and sc.engine.kind != "endpoint":
         key = "engine.kv_offload.dram_gb_per_rank"
         raise ConfigError(where(key), key,
                           f"KV offload to {kv.backend} needs a host DRAM budget per GPU rank, "
@@ -143,14 +142,17 @@ def check_parallel(sc: SweepConfig, where: Locate) -> None:
 
 
 def check_rows(sc: SweepConfig, where: Locate) -> None:
+    """The search space as a whole (each launch's own config has none left)."""
+    named_scenarios = sorted({r.scenario for r in sc.search_space if r.scenario})
+    if named_scenarios and not any(r.scenario in (None, sc.scenario.name)
+                                   for r in sc.search_space):
+        raise ConfigError(where("search_space"), "search_space",
+                          f"no row of this recipe is for scenario {sc.scenario.name!r}",
+                          f"choose one of its scenarios: scenarios={named_scenarios[0]}"
+                          + (f" (or {', '.join(named_scenarios[1:])})"
+                             if len(named_scenarios) > 1 else ""))
     for i, row in enumerate(sc.search_space):
         key = f"search_space[{i}]"
-        if row.scenario is not None and row.scenario != sc.scenario.name:
-            raise ConfigError(where(key + ".scenario"), key + ".scenario",
-                              f"row is for scenario {row.scenario!r}, the recipe runs "
-                              f"{sc.scenario.name!r}",
-                              f"choose it with scenarios={row.scenario}, or one recipe per "
-                              "scenario")
         if (row.prefill is None) != (row.decode is None):
             raise ConfigError(where(key), key, "a disaggregated row needs both pools",
                               "give prefill and decode, or neither")
@@ -160,7 +162,8 @@ def check_rows(sc: SweepConfig, where: Locate) -> None:
                           "multi-node (disaggregated) rows are deployed by srt-slurm, not here",
                           "attach to the deployment: engine=endpoint engine.url=http://...")
     want = sc.engine.deployment
-    named = sorted({r.deploy_recipe for r in sc.search_space if r.deploy_recipe})
+    named = sorted({r.deploy_recipe for r in sc.search_space
+                    if r.deploy_recipe and r.scenario in (None, sc.scenario.name)})
     if want and want not in named:
         hint = did_you_mean(want, named)
         raise ConfigError(where("engine.deployment"), "engine.deployment",
