@@ -45,7 +45,7 @@ def test_attach_recipe_reads_pools_draft_length_and_deployment() -> None:
     assert a["prefill"] == {"workers": 2, "tp": 4, "ep": 4, "dp_attention": True, "pcp": 2}
     assert a["speculator_k"] == 2 and a["deploy_recipe"] == "recipes/a/ctx2_gen1_mtp2.yaml"
     assert b["spec_decoding"] is False and "speculator_k" not in b
-    assert b["deploy_recipe"] == "PREFILL_NODES=1 DECODE_NODES=3 DECODE_MTP_SIZE=0"
+    assert b["deploy_recipe"] == "PREFILL_NODES:1/DECODE_NODES:3/DECODE_MTP_SIZE:0"
     assert deploy_name(ENTRY["scenarios"]["fixed-seq-len"][0]["search-space"][0]).endswith(
         "mtp2.yaml")
 

@@ -71,19 +71,21 @@ def pool_gpus(p: dict[str, Any]) -> int:
 
 def deploy_name(row: dict[str, Any]) -> str:
     """What deploys the row: srt-slurm's CONFIG_FILE, else (upstream's AMD disagg scripts)
-    the row's settings, prefill's then decode's, as the workflow exports them."""
+    the row's settings, prefill's then decode's, as the workflow exports them, written
+    NAME:VALUE joined by `/` so the name is one plain Hydra value
+    (`engine.deployment=PREFILL_NODES:1/DECODE_NODES:2/DECODE_MTP_SIZE:0`)."""
     settings = [*(row["prefill"].get("additional-settings") or []),
                 *(row["decode"].get("additional-settings") or [])]
     for s in settings:
         if s.startswith("CONFIG_FILE="):
             return s.split("=", 1)[1]
-    return " ".join(settings)
+    return "/".join(s.replace("=", ":", 1) for s in settings)
 
 
 def mtp_depth(name: str) -> int | None:
     """Draft length in an srt-slurm recipe name (`..._mtp3.yaml`, `...mtp3_8.yaml`), or in
     the AMD scripts' DECODE_MTP_SIZE setting."""
-    m = re.search(r"(?:_mtp|DECODE_MTP_SIZE=)(\d+)", name)
+    m = re.search(r"(?:_mtp|DECODE_MTP_SIZE:)(\d+)", name)
     return int(m.group(1)) if m else None
 
 

@@ -92,7 +92,7 @@ class SetupStep:
     """A job-time step run inside the image before the server (InferenceX scripts' `pip
     install`, `sed -i` patches, patch scripts), as an argv list, never a shell string."""
 
-    kind: str = "run"  # install | patch | run (what it is for; all run the same way)
+    kind: str = "command"  # install | patch | command (what it is for; all run the same way)
     argv: list[str] = field(default_factory=list)
     description: str = ""
 
@@ -146,6 +146,9 @@ class EngineConfig:
     kv_offload: KvOffloadConfig = field(default_factory=KvOffloadConfig)
     helpers: list[HelperProcess] = field(default_factory=list)
     setup: list[SetupStep] = field(default_factory=list)
+    # endpoint: where the engine's own /metrics is when engine.url is a router in front of it
+    # (InferenceX's agentic DP rows scrape the engine behind the router too); None: engine.url
+    metrics_url: str | None = None
     # endpoint: the deployment behind engine.url, when the recipe names several (a multi-node
     # key's srt-slurm recipe path, a row's `deploy_recipe`): only that row is measured
     deployment: str | None = None

@@ -16,11 +16,15 @@ Locate = Callable[[str], str]
 # What upstream's masters name (configs/*-master.yaml@843c6254 `kv-offload-backend.name`);
 # `none` is the `kv-offloading: none` rows.
 KV_OFFLOAD_BACKENDS = ("none", "vllm-simple", "lmcache", "mooncake", "hicache", "native")
+# What each launched engine's adapter renders (harness/engines/kv_offload.py); an endpoint's
+# offload is the deployment's own, recorded only.
+KV_OFFLOAD_BY_ENGINE = {"vllm": ("vllm-simple", "mooncake", "lmcache"), "sglang": ("hicache",),
+                        "trtllm": ("native",)}
 HELPER_ROLES = ("router", "daemon")
-SETUP_KINDS = ("install", "patch", "run")
+SETUP_KINDS = ("install", "patch", "command")
 # Placeholders a helper's argv may name; {port+N} is the job's port plus N.
 HELPER_PLACEHOLDERS = ("port", "host", "tp", "dp", "engine_port", "launch_dir", "model",
-                       "served_name")
+                       "served_name", "python")
 
 
 def check_catalog(sc: SweepConfig, where: Locate) -> None:
@@ -38,7 +42,13 @@ def check_kv_offload(sc: SweepConfig, where: Locate) -> None:
         raise ConfigError(where(key), key, f"unknown KV offload backend {kv.backend!r}",
                           f"use one of {', '.join(KV_OFFLOAD_BACKENDS)}"
                           + (f"; {hint}" if hint else ""))
-    if kv.backend != "none" and kv.dram_gb_per_rank <= 0 and sc.engine.kind != "endpoint":
+    kind = sc.engine.kind
+    if kv.backend != "none" and kind != "endpoint" and kv.backend not in KV_OFFLOAD_BY_ENGINE.get(
+            kind, ()):
+        key = "engine.kv_offload.backend"
+        raise ConfigError(where(key), key, f"engine {kind} cannot offload KV to {kv.backend!r}",
+                          f"use one of {KV_OFFLOAD_BY_ENGINE.get(kind, ('none',))} for {kind}")
+    if kv.backend != "none" and kv.dram_gb_per_rank <= 0 and kind != "endpoint":
         key = "engine.kv_offload.dram_gb_per_rank"
         raise ConfigError(where(key), key,
                           f"KV offload to {kv.backend} needs a host DRAM budget per GPU rank, "

@@ -128,8 +128,9 @@ class EngineAdapter(ABC):
         if not tpl:
             return None
         m = self.sc.model
+        base = port - self.sc.engine.port_offset  # {port} is the job's; the engine's is port
         values = template_values(self.sc, self.checkpoint, m.served_name or m.name,
-                                 self.python(), port, max_concurrency, extra_options)
+                                 self.python(), base, max_concurrency, extra_options)
         return render([*tpl, *self.sc.engine.extra_args], values)
 
     @property
@@ -152,10 +153,16 @@ class EngineAdapter(ABC):
 
     def containerize(self, plan: LaunchPlan) -> LaunchPlan:
         """Run the plan inside engine.image when one is set (docker; under Slurm the job's
-        srun --container-image does it instead, see harness.distributed)."""
+        srun --container-image does it instead, see harness.distributed). The recipe's setup
+        steps run first in the same container (harness/engines/setup_steps.py)."""
         image = self.sc.engine.image
         if not image:
             return plan
+        if self.sc.engine.setup:
+            from harness.engines.setup_steps import with_setup
+
+            plan = LaunchPlan(argv=with_setup(self.sc.engine.setup, plan.argv), env=plan.env,
+                              files=plan.files, port=plan.port, ready_paths=plan.ready_paths)
         if self.sc.engine.container_runtime == "pyxis":  # inside a Slurm allocation
             argv = ["srun", "--overlap", "--ntasks=1", f"--container-image={image}",
                     f"--container-mounts={LAUNCH_DIR}:/launch", "--container-workdir=/launch",
