@@ -56,6 +56,7 @@ def apply_row(sc: SweepConfig, row: SearchRow) -> SweepConfig:
                      extra_options=merge_options(e.extra_options, row.extra_options),
                      kv_offload=row.kv_offload if row.kv_offload is not None else e.kv_offload,
                      helpers=list(row.helpers if row.helpers is not None else e.helpers),
+                     setup=list(row.setup if row.setup is not None else e.setup),
                      port_offset=row.port_offset if row.port_offset is not None
                      else e.port_offset)
     return replace(sc, topology=topo, speculator=spec, engine=engine,

@@ -293,6 +293,7 @@ class SearchRow:
     spec_decoding: bool | None = None
     kv_offload: KvOffloadConfig | None = None  # replaces engine.kv_offload on this row
     helpers: list[HelperProcess] | None = None  # replaces engine.helpers on this row
+    setup: list[SetupStep] | None = None  # replaces engine.setup on this row
     port_offset: int | None = None  # replaces engine.port_offset (a router fronting this row)
     scenario: str | None = None  # the scenario this row belongs to; must be the recipe's
     # Multi-node (attach) rows: the pools and the srt-slurm recipe that deploys them

@@ -22,9 +22,14 @@ def template_values(sc: SweepConfig, checkpoint: str, served_name: str, python: 
     values = {"model": checkpoint, "served_name": served_name, "port": port,
               "host": sc.engine.host, "tp": t.tp, "ep": t.ep, "pp": t.pp,
               "dp": t.tp if t.dp_attention else 1, "conc": concurrency, "isl": s.isl,
-              "osl": s.osl, "max_model_len": s.isl + s.osl + 200, "python": python,
+              "osl": s.osl, "max_model_len": max_model_len(s.isl, s.osl), "python": python,
               "extra_options": extra_options}
     return {k: str(v) for k, v in values.items()}
+
+
+def max_model_len(isl: int, osl: int) -> int:
+    """{max_model_len}: InferenceX's matrix generator's rule (isl + osl + margin)."""
+    return isl + osl + 200
 
 
 def render(template: list[str], values: Mapping[str, str]) -> list[str]:
