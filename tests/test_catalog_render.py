@@ -19,7 +19,7 @@ import yaml
 
 from harness.catalog.compare import argv_changes, env_changes
 from harness.catalog.diff import diff_text
-from harness.catalog.recipe_writer import catalog_to_recipe
+from harness.catalog.recipe_writer import catalog_to_recipe, server_setup, weights_of
 from harness.catalog.render import compose_recipe, render_launches
 from harness.engines.trtllm import METRICS_OPTIONS
 from tests.catalog_capture_fixtures import COMMIT, FIXTURES, as_capture_file
@@ -29,8 +29,18 @@ SHIPPED = sorted(p for p in CAPTURED.glob("*.json")) if CAPTURED.is_dir() else [
 ADDED_FLAGS = {"sglang": [("--enable-metrics",)]}
 
 
-def _ident(tp: Any, ep: Any, dpa: Any, conc: Any) -> tuple:
-    return int(tp), int(ep), str(dpa).lower() == "true", int(conc)
+def _ident(tp: Any, ep: Any, dpa: Any, conc: Any, kv: Any = "none", spec: Any = True
+           ) -> tuple:
+    """A launch's identity: a key may run one topology and concurrency twice, with and
+    without KV offloading or speculation (InferenceX's agentic hicache keys)."""
+    return int(tp), int(ep), str(dpa).lower() == "true", int(conc), str(kv), bool(spec)
+
+
+def _cap_kv(job: dict) -> str:
+    if str(job.get("kv-offloading", "none")) in ("none", ""):
+        return "none"
+    b = job.get("kv-offload-backend") or {}
+    return str(b.get("name") if isinstance(b, dict) else b)
 
 
 def _strip_added(engine: str, argv: list[str], captured: list[str]) -> list[str]:
@@ -44,17 +54,23 @@ def _strip_added(engine: str, argv: list[str], captured: list[str]) -> list[str]
 def compare(entry: dict, launches: list[dict], key: str) -> list[str]:
     """Every difference between the recipe's rendered launches and the captures."""
     recipe = catalog_to_recipe(launches, entry, key, COMMIT)
-    rendered = render_launches(compose_recipe(recipe))
+    weights = {weights_of(c) for c in launches} - {""}
+    ports = {int((c.get("env_in") or {}).get("PORT", 8888)) for c in launches}
+    assert len(ports) == 1, f"{key}: launches on several job ports {ports}"
+    rendered = render_launches(compose_recipe(recipe), port=ports.pop(),
+                               weights=weights.pop() if len(weights) == 1 else None)
     by_id = {}
     for r in rendered:
         t = r["topology"]
         for c in r["concurrency"]:
-            by_id[_ident(t["tp"], t["ep"], t["dp_attention"], c)] = r
+            by_id[_ident(t["tp"], t["ep"], t["dp_attention"], c, r["kv_offload"]["backend"],
+                         r["speculator"]["method"] != "none")] = r
     problems: list[str] = []
     ok = [c for c in launches if c.get("status") == "ok"]
     for cap in ok:
         job = cap.get("job") or {}
-        lid = _ident(job.get("tp", 1), job.get("ep", 1), job.get("dp-attn", False), cap["conc"])
+        lid = _ident(job.get("tp", 1), job.get("ep", 1), job.get("dp-attn", False), cap["conc"],
+                     _cap_kv(job), str(job.get("spec-decoding", "none")) != "none")
         r = by_id.get(lid)
         if r is None:
             problems.append(f"{key} {lid}: no launch of the recipe")
@@ -65,7 +81,8 @@ def compare(entry: dict, launches: list[dict], key: str) -> list[str]:
                      argv_changes(srv["argv"], argv, srv.get("files") or {}, r["files"])]
         problems += [f"{key} {lid} env {x}" for x in
                      env_changes(srv.get("env_added") or {}, r["env"])]
-        want_files = [yaml.safe_load(t) for t in (srv.get("files") or {}).values()]
+        want_files = [yaml.safe_load(t) for p, t in (srv.get("files") or {}).items()
+                      if r["engine"] == "trtllm" and p.endswith((".yml", ".yaml"))]
         got_files = [{k: v for k, v in (yaml.safe_load(t) or {}).items()
                       if k not in METRICS_OPTIONS} for t in r["files"].values()]
         if want_files != got_files:
@@ -74,7 +91,7 @@ def compare(entry: dict, launches: list[dict], key: str) -> list[str]:
         got_h = [(h["name"], h["argv"]) for h in r["helpers"]]
         if want_h != got_h:
             problems.append(f"{key} {lid} helpers {want_h} != {got_h}")
-        want_s = [s["argv"] for s in cap.get("setup") or []]
+        want_s = [s["argv"] for s in server_setup(cap)]
         if want_s != [s["argv"] for s in r["setup"]]:
             problems.append(f"{key} {lid} setup {want_s} != {r['setup']}")
     if len(rendered_points(rendered)) != len(ok):

@@ -16,9 +16,15 @@ FILE = "<file>"  # a path to a file the server reads, compared by content instea
 
 def argv_shape(argv: list[str], files: Mapping[str, Any] = ()) -> tuple[tuple[str, ...],
                                                                         Counter]:
-    names = set(files)
-    norm = [FILE if a in names or a.split("/")[-1] in {n.split("/")[-1] for n in names}
-            else a for a in argv]
+    names = set(files) | {n.rsplit("/", 1)[-1] for n in files}
+
+    def norm1(a: str) -> str:
+        flag, eq, val = a.partition("=")
+        if a in names:
+            return FILE
+        return f"{flag}={FILE}" if eq and a.startswith("-") and val in names else a
+
+    norm = [norm1(a) for a in argv]
     prefix, groups = flag_groups(norm)
     return tuple(prefix), Counter(groups)
 

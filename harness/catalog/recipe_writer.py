@@ -49,6 +49,14 @@ def _esc(s: str) -> str:
     return s.replace("{", "{{").replace("}", "}}")
 
 
+def weights_of(c: Mapping[str, Any]) -> str:
+    """Where the launch's server loads the weights: MODEL_PATH when the launcher set one (a
+    cluster copy), else MODEL. That text is {model}; MODEL beside it (a served name) is
+    literal."""
+    e = c.get("env_in") or {}
+    return str(e.get("MODEL_PATH") or e.get("MODEL") or "")
+
+
 def launch_values(c: Mapping[str, Any]) -> dict[str, str]:
     """What the harness renders for each placeholder in this launch (harness/engines/
     template.py's rules), from the capture's own job."""
@@ -146,17 +154,35 @@ def _minus(groups: list[tuple[str, ...]], common: list[tuple[str, ...]]) -> list
 def _files(c: Mapping[str, Any], tpl: list[str], engine: str
            ) -> tuple[list[str], dict[str, Any] | None]:
     """TensorRT-LLM's extra-options YAML (the one file a server reads that the schema holds)
-    as extra_options, its path in argv as {extra_options}."""
+    as extra_options, its path in argv (full, or relative to the script's /workspace cwd, as a
+    value or `--flag=path`) as {extra_options}. Other files the server reads (a chat template
+    of upstream's checkout) keep their literal path: `harness catalog show` lists them."""
     files = (c.get("server") or {}).get("files") or {}
     opts = None
     for path, text in files.items():
-        esc = _esc(path)
-        if engine != "trtllm" or esc not in tpl:
-            raise CatalogError(f"{c.get('key')}: the server reads {path}, which only a "
-                               "TensorRT-LLM extra-options YAML can be in a recipe")
+        names = {_esc(path), _esc(path.removeprefix("/workspace/"))}
+        hits = [i for i, t in enumerate(tpl) if t in names or t.partition("=")[2] in names]
+        if engine != "trtllm" or not hits or not path.endswith((".yml", ".yaml")):
+            continue
         opts = yaml.safe_load(text) or {}
-        tpl = ["{extra_options}" if t == esc else t for t in tpl]
+        for i in hits:
+            flag, eq, _ = tpl[i].partition("=")
+            tpl[i] = f"{flag}={{extra_options}}" if eq and tpl[i] not in names \
+                else "{extra_options}"
     return tpl, opts
+
+
+# Setup steps that serve upstream's client or fetch weights and traces, which the harness does
+# itself (its own client; weights from the HF cache): not the server's, so not in a recipe.
+def server_setup(c: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for s in c.get("setup") or []:
+        argv = [str(a) for a in s["argv"]]
+        if argv[:1] == ["hf"] or argv[:2] == ["uv", "venv"] or any(
+                "/workspace/utils/" in a or a.startswith("aiperf") for a in argv):
+            continue
+        out.append({"kind": str(s.get("kind", "command")), "argv": argv})
+    return out
 
 
 def _helpers(c: Mapping[str, Any], values: Mapping[str, str], server_offset: int
@@ -173,11 +199,6 @@ def _helpers(c: Mapping[str, Any], values: Mapping[str, str], server_offset: int
                     "port_offset": offset, "health_path": "/health" if router else None,
                     "fronts": router and offset == 0 and server_offset != 0})
     return out
-
-
-def _setup(c: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [{"kind": str(s.get("kind", "command")), "argv": [str(a) for a in s["argv"]]}
-            for s in (c.get("setup") or [])]
 
 
 def _server_offset(argv: list[str], port: int) -> int:
@@ -231,7 +252,7 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
     per: list[dict[str, Any]] = []
     for c in ok:
         values = launch_values(c)
-        paths = {values["model"], str((c.get("env_in") or {}).get("MODEL_PATH", ""))} - {""}
+        paths = {weights_of(c)}
         argv = list(c["server"]["argv"])
         tpl, opts = _files(c, templatize(argv, values, paths), engine)
         per.append({"c": c, "tpl": tpl, "opts": opts, "values": values,
@@ -249,7 +270,7 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
     spec_rows = [str((p["c"].get("job") or {}).get("spec-decoding", "none")) for p in per]
     spec = any(s != "none" for s in spec_rows)
 
-    setups = [_setup(p["c"]) for p in per]
+    setups = [server_setup(p["c"]) for p in per]
     common_setup = setups[0] if all(s == setups[0] for s in setups) else []
     rows: list[dict[str, Any]] = []
     index: dict[str, int] = {}
@@ -283,8 +304,8 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
             row["helpers"] = helpers
         if p["offset"]:
             row["port_offset"] = p["offset"]
-        if _setup(c) != common_setup:
-            row["setup"] = _setup(c)
+        if server_setup(c) != common_setup:
+            row["setup"] = server_setup(c)
         ident = repr(sorted(row.items()))
         if ident in index:
             rows[index[ident]]["concurrency"].append(int(c["conc"]))

@@ -119,6 +119,11 @@ class EngineAdapter(ABC):
         if tpl and not has_flag(tpl, "--served-model-name"):
             return self.checkpoint
         m = self.sc.model
+        named = flag_value(tpl, "--served-model-name") if tpl else None
+        if named == "{model}":
+            return self.checkpoint
+        if named is not None and "{" not in named:  # upstream's literal name (an HF id)
+            return named
         return m.served_name or m.name
 
     def templated_argv(self, port: int, max_concurrency: int,

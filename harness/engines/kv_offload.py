@@ -10,8 +10,11 @@ scripts spell them (benchmarks/single_node/agentic/*.sh@843c6254):
   page_first_direct (dsv4_fp4_b200_sglang_mtp.sh);
 - TensorRT-LLM `native`: kv_cache_config.host_cache_size in bytes (minimaxm3_fp4_b200_trt_mtp.sh).
 
-An upstream command (engine.argv_template) that already carries the flag is used as it is: the
-renderers add only what is missing. `config` merges over the backend's defaults."""
+An upstream command (engine.argv_template) is used as it is: it carries its own offload flags
+(or, where upstream's script does not render the master's offload for a row, none; the
+recipe's kv_offload then only records the master's). The renderers serve the adapters' own
+commands, and add nothing a command already has. `config` merges over the backend's
+defaults."""
 
 from __future__ import annotations
 

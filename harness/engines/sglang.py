@@ -22,7 +22,8 @@ class SglangAdapter(EngineAdapter):
         elif not has_flag(argv, "--enable-metrics"):
             argv.append("--enable-metrics")  # what verifies a point's acceptance
         env = dict(self.sc.engine.env)
-        argv, env = add_offload(self.kind, self.sc.engine.kv_offload, argv, env)
+        if not self.sc.engine.argv_template:  # an upstream command carries its own
+            argv, env = add_offload(self.kind, self.sc.engine.kv_offload, argv, env)
         if self.acceptance.mode == "injected":
             env.update({
                 "SGLANG_SIMULATE_ACC_LEN": f"{self.acceptance.length:g}",

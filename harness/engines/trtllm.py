@@ -48,10 +48,7 @@ class TrtllmAdapter(EngineAdapter):
         from harness.engines.kv_offload import trtllm_offload
 
         if self.sc.engine.argv_template:
-            opts = dict(self.sc.engine.extra_options)
-            if "host_cache_size" not in (opts.get("kv_cache_config") or {}):
-                opts = merge_options(opts, trtllm_offload(self.sc.engine.kv_offload))
-            return {**opts, **METRICS_OPTIONS}
+            return {**self.sc.engine.extra_options, **METRICS_OPTIONS}
         own = merge_options(self.extra_options(max_concurrency),
                             trtllm_offload(self.sc.engine.kv_offload))
         return {**own, **self.sc.engine.extra_options}

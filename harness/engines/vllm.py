@@ -48,7 +48,8 @@ class VllmAdapter(EngineAdapter):
         argv = self.templated_argv(port, max_concurrency)
         argv = self.own_argv(port, max_concurrency) if argv is None else self.inject(argv)
         env = dict(self.sc.engine.env)
-        argv, env = add_offload(self.kind, self.sc.engine.kv_offload, argv, env)
+        if not self.sc.engine.argv_template:  # an upstream command carries its own
+            argv, env = add_offload(self.kind, self.sc.engine.kv_offload, argv, env)
         bind = cpu_bind(self.sc.engine.threads)
         if bind is not None:
             env["VLLM_CPU_OMP_THREADS_BIND"] = bind
