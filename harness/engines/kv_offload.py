@@ -5,7 +5,8 @@ scripts spell them (benchmarks/single_node/agentic/*.sh@843c6254):
   cpu_bytes_to_use_per_rank, PYTHONHASHSEED=42 (dsv4_fp4_b200_vllm_mtp.sh);
 - vLLM `mooncake`: MooncakeStoreConnector, load_async; its store config and `mooncake_master`
   are a file and a helper of the recipe (same script);
-- vLLM `lmcache`: LMCacheConnectorV1 (dsv4_fp4_mi355x_vllm_mtp.sh);
+- vLLM `lmcache`: LMCacheMPConnector to the LMCache MP server on 127.0.0.1:5555, a daemon
+  helper (dsv4_fp4_mi355x_vllm_mtp.sh);
 - SGLang `hicache`: `--enable-hierarchical-cache` with ratio 8, write_through, direct,
   page_first_direct (dsv4_fp4_b200_sglang_mtp.sh);
 - TensorRT-LLM `native`: kv_cache_config.host_cache_size in bytes (minimaxm3_fp4_b200_trt_mtp.sh).
@@ -44,10 +45,14 @@ def vllm_offload(kv: KvOffloadConfig) -> tuple[list[str], dict[str, str]]:
         cfg = {"kv_connector": "MooncakeStoreConnector", "kv_role": "kv_both",
                "kv_connector_extra_config": {"load_async": True, **kv.config}}
         return ["--kv-transfer-config", _compact(cfg)], {"PYTHONHASHSEED": "0"}
-    if kv.backend == "lmcache":
-        cfg = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both", **kv.config}
-        return ["--kv-transfer-config", _compact(cfg)], {
-            "LMCACHE_MAX_LOCAL_CPU_SIZE": f"{kv.dram_gb_per_rank:g}"}
+    if kv.backend == "lmcache":  # the LMCache MP server is a daemon helper of the recipe
+        extra = {"lmcache.mp.host": "tcp://127.0.0.1", "lmcache.mp.port": 5555,
+                 "lmcache.mp.mq_timeout": 6000.0, **kv.config}
+        cfg = {"kv_connector": "LMCacheMPConnector",
+               "kv_connector_module_path": "lmcache.integration.vllm.lmcache_mp_connector",
+               "kv_role": "kv_both", "kv_connector_extra_config": extra}
+        return ["--kv-transfer-config", _compact(cfg)], {"PYTHONHASHSEED": "0",
+                                                          "LMCACHE_BLOCKING_TIMEOUT_SECS": "1200"}
     raise ValueError(f"vLLM has no KV offload backend {kv.backend!r}")
 
 
