@@ -172,3 +172,20 @@ def test_every_shipped_capture_renders_back(path: Path) -> None:
                                                  for c in doc.get("launches") or []):
         pytest.skip(f"{doc['key']}: {doc.get('reason') or 'nothing captured'}")
     assert compare(doc["entry"], doc["launches"], doc["key"]) == []
+
+
+@pytest.mark.slow  # three compositions of shipped recipes
+def test_show_prints_every_launch_and_its_json_is_stable() -> None:
+    from harness.catalog.show import show
+
+    text = show("dsr1-fp8-mi300x-sglang", as_json=False)
+    first = show("dsr1-fp8-mi300x-sglang", as_json=True)
+    data = json.loads(first)
+    assert first == show("dsr1-fp8-mi300x-sglang", as_json=True)
+    assert data["launches"] and all(ln["argv"] and "concurrency" in ln
+                                    for ln in data["launches"])
+    assert len(text.splitlines()) > len(data["launches"]) and "argv: " in text
+    mn = json.loads(show("dsv4-fp4-mi355x-sglang-disagg", as_json=True))
+    assert {ln["deployment"] for ln in mn["launches"]} and all(
+        ln["gpus"] == ln["topology"]["prefill_gpus"] + ln["topology"]["decode_gpus"]
+        for ln in mn["launches"])
