@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines import prometheus
+from harness.engines import cpu_split, prometheus
 from harness.engines.base import LAUNCH_DIR, EngineAdapter, LaunchPlan
 from harness.engines.helpers import HelperPlan, free_base_port, helper_plans, port_offsets
 from harness.engines.process import (
@@ -42,6 +42,7 @@ class EngineSession:
         # started with the engine (engine.helpers), as (role, process) in start order
         self.helpers: list[tuple[str, ServerProcess]] = []
         self.metrics_url = ""  # the engine's own, when a router fronts it
+        self._client_mask: set[int] | None = None  # this process's cores before pinning
 
     @property
     def log_path(self) -> Path:
@@ -73,6 +74,9 @@ class EngineSession:
             self.proc = ServerProcess(plan, workdir, self.log_path)
             log.info("starting %s on port %d (log: %s)", a.kind, plan.port, self.log_path)
             self.proc.start()
+            if plan.cpus:
+                # The client keeps the cores the engine was not given (cpu_split.py).
+                self._client_mask = cpu_split.pin(cpu_split.client_cores(list(plan.cpus)))
             self.proc.wait_ready(eng.startup_timeout_s)
             self.base_url = self.metrics_url = self.proc.base_url
             for h in (h for h in helpers if h.role == "router"):  # in front, once it serves
@@ -175,6 +179,8 @@ class EngineSession:
             if role != "router":
                 p.stop()
         self.helpers = []
+        cpu_split.restore(self._client_mask)
+        self._client_mask = None
 
     def scrape(self) -> prometheus.Sample:
         text = get_text((self.metrics_url or self.base_url) + self.adapter.counters.metrics_path)
