@@ -7,6 +7,7 @@ The shared lifecycle (free port, start, readiness, log, stop) lives in `process.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -169,8 +170,7 @@ class EngineAdapter(ABC):
         if self.sc.engine.setup:
             from harness.engines.setup_steps import with_setup
 
-            plan = LaunchPlan(argv=with_setup(self.sc.engine.setup, plan.argv), env=plan.env,
-                              files=plan.files, port=plan.port, ready_paths=plan.ready_paths)
+            plan = dataclasses.replace(plan, argv=with_setup(self.sc.engine.setup, plan.argv))
         if self.sc.engine.container_runtime == "pyxis":  # inside a Slurm allocation
             argv = ["srun", "--overlap", "--ntasks=1", f"--container-image={image}",
                     f"--container-mounts={LAUNCH_DIR}:/launch", "--container-workdir=/launch",
