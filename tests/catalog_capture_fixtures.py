@@ -1,4 +1,4 @@
-"""Small captured launches in the importer's format (docs/catalog.md), written by hand from
+"""Small captured launches in the importer's capture format, written by hand from
 the scripts' text at SemiAnalysisAI/InferenceX@843c6254, for the recipe writer's and the render
 test's own checks until (and beside) the shipped captures of recipes/recipe/captured/:
 

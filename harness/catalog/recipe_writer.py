@@ -1,4 +1,4 @@
-"""A key's captured launches (harness catalog import: docs/catalog.md's capture format) as one
+"""A key's captured launches (`harness catalog import`'s capture format) as one
 Hydra recipe: the server command as `engine.argv_template`, the flags that differ between
 launches as search-space rows, the script's exported environment, helpers (routers, daemons),
 setup steps and KV offloading, with `recipe_source` naming upstream's commit, master, key and
@@ -225,97 +225,92 @@ def _kv(job: Mapping[str, Any], gpus: int) -> dict[str, Any] | None:
     return out
 
 
-def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit: str
-                      ) -> dict[str, Any]:
-    """The recipe of one key from its captured launches (multi-node: the attach recipe)."""
-    if master_entry.get("multinode"):
-        master = next((c["master"] for c in captures if c.get("master")),
-                      "configs/amd-master.yaml" if "mi3" in str(master_entry.get("runner"))
-                      else "configs/nvidia-master.yaml")
-        return attach_recipe(master_entry, key, commit, master)
-    ok = [c for c in captures if c.get("status") == "ok" and c.get("server")]
-    if not ok:
-        raise CatalogError(f"{key}: no launch was captured")
-    e = master_entry
-    engine = ENGINE_OF.get(str(e.get("framework")))
-    if engine is None:
-        raise CatalogError(f"{key}: no engine adapter for framework {e.get('framework')!r}")
+def _scenario(key: str, ok: list[dict]) -> str:
     kinds = {c["scenario"] for c in ok}
     if len(kinds) > 1:
         raise CatalogError(f"{key}: launches of several scenario kinds {sorted(kinds)}")
+    if kinds == {"agentic-coding"}:
+        return AGENTIC_SCENARIO
     shapes = {(c.get("isl"), c.get("osl")) for c in ok}
-    agentic = kinds == {"agentic-coding"}
-    if not agentic and (len(shapes) != 1 or next(iter(shapes)) not in FIXED_SCENARIO):
+    if len(shapes) != 1 or next(iter(shapes)) not in FIXED_SCENARIO:
         raise CatalogError(f"{key}: fixed-sequence shapes {sorted(shapes)} are not one scenario")
-    scenario = AGENTIC_SCENARIO if agentic else FIXED_SCENARIO[next(iter(shapes))]
+    return FIXED_SCENARIO[next(iter(shapes))]
 
-    per: list[dict[str, Any]] = []
-    for c in ok:
-        values = launch_values(c)
-        paths = {weights_of(c)}
-        argv = list(c["server"]["argv"])
-        tpl, opts = _files(c, templatize(argv, values, paths), engine)
-        per.append({"c": c, "tpl": tpl, "opts": opts, "values": values,
-                    "offset": _server_offset(argv, int(values["port"])),
-                    "env": {str(k): str(v) for k, v in
-                            ((c["server"].get("env_added") or c["server"].get("env") or {})
-                             .items())}})
+
+def _launch_template(c: dict, engine: str) -> dict[str, Any]:
+    """One capture templated: its argv, TRT YAML, placeholder values, port offset, env."""
+    values = launch_values(c)
+    argv = list(c["server"]["argv"])
+    tpl, opts = _files(c, templatize(argv, values, {weights_of(c)}), engine)
+    env = c["server"].get("env_added") or c["server"].get("env") or {}
+    return {"c": c, "tpl": tpl, "opts": opts, "values": values,
+            "offset": _server_offset(argv, int(values["port"])),
+            "env": {str(k): str(v) for k, v in env.items()}}
+
+
+def _row(p: dict[str, Any], extra: list[str], env_common: dict[str, str], spec_off: bool,
+         scenario: str | None, common_setup: list[dict[str, Any]]) -> dict[str, Any]:
+    """A launch's search-space row (its concurrency added by the caller)."""
+    c, job = p["c"], p["c"].get("job") or {}
+    tp = int(job.get("tp", 1))
+    pcp, dcp = int(job.get("pcp-size", 1) or 1), int(job.get("dcp-size", 1) or 1)
+    env = {k: v for k, v in p["env"].items() if k not in env_common}
+    optional = {"pcp": pcp if pcp > 1 else None, "dcp": dcp if dcp > 1 else None,
+                "spec_decoding": False if spec_off else None, "scenario": scenario,
+                "extra_args": extra or None, "env": env or None,
+                "extra_options": p["opts"], "kv_offload": _kv(job, tp * pcp),
+                "helpers": _helpers(c, p["values"], p["offset"]) or None,
+                "port_offset": p["offset"] or None,
+                "setup": server_setup(c) if server_setup(c) != common_setup else None}
+    return {"tp": tp, "ep": int(job.get("ep", 1)), "dp_attention": bool(job.get("dp-attn")),
+            **{k: v for k, v in optional.items() if v is not None}}
+
+
+def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit: str
+                      ) -> dict[str, Any]:
+    """The recipe of one key from its captured launches (multi-node: the attach recipe)."""
+    e = master_entry
+    if e.get("multinode"):
+        master = next((c["master"] for c in captures if c.get("master")),
+                      "configs/amd-master.yaml" if "mi3" in str(e.get("runner"))
+                      else "configs/nvidia-master.yaml")
+        return attach_recipe(e, key, commit, master)
+    ok = [c for c in captures if c.get("status") == "ok" and c.get("server")]
+    if not ok:
+        raise CatalogError(f"{key}: no launch was captured")
+    engine = ENGINE_OF.get(str(e.get("framework")))
+    if engine is None:
+        raise CatalogError(f"{key}: no engine adapter for framework {e.get('framework')!r}")
+    scenario = _scenario(key, ok)
+    per = [_launch_template(c, engine) for c in ok]
     split = [flag_groups(p["tpl"]) for p in per]
-    prefixes = {tuple(s[0]) for s in split}
-    if len(prefixes) != 1:
-        raise CatalogError(f"{key}: launches run different programs {sorted(prefixes)}")
+    if len({tuple(s[0]) for s in split}) != 1:
+        raise CatalogError(f"{key}: launches run different programs "
+                           f"{sorted({tuple(s[0]) for s in split})}")
     common = _common([s[1] for s in split])
     env_common = {k: v for k, v in per[0]["env"].items()
                   if all(p["env"].get(k) == v for p in per)}
     spec_rows = [str((p["c"].get("job") or {}).get("spec-decoding", "none")) for p in per]
     spec = any(s != "none" for s in spec_rows)
-
     setups = [server_setup(p["c"]) for p in per]
     common_setup = setups[0] if all(s == setups[0] for s in setups) else []
     rows: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     for p, (_, groups), sd in zip(per, split, spec_rows, strict=True):
-        c, job = p["c"], p["c"].get("job") or {}
-        tp = int(job.get("tp", 1))
-        pcp, dcp = int(job.get("pcp-size", 1) or 1), int(job.get("dcp-size", 1) or 1)
-        row: dict[str, Any] = {"tp": tp, "ep": int(job.get("ep", 1)),
-                               "dp_attention": bool(job.get("dp-attn", False))}
-        if pcp > 1:
-            row["pcp"] = pcp
-        if dcp > 1:
-            row["dcp"] = dcp
-        if spec and sd == "none":
-            row["spec_decoding"] = False
-        if agentic:
-            row["scenario"] = scenario
-        extra = _minus(groups, common)
-        if extra:
-            row["extra_args"] = extra
-        env = {k: v for k, v in p["env"].items() if k not in env_common}
-        if env:
-            row["env"] = env
-        if p["opts"] is not None:
-            row["extra_options"] = p["opts"]
-        kv = _kv(job, tp * pcp)
-        if kv:
-            row["kv_offload"] = kv
-        helpers = _helpers(c, p["values"], p["offset"])
-        if helpers:
-            row["helpers"] = helpers
-        if p["offset"]:
-            row["port_offset"] = p["offset"]
-        if server_setup(c) != common_setup:
-            row["setup"] = server_setup(c)
+        row = _row(p, _minus(groups, common), env_common, spec and sd == "none",
+                   scenario if scenario == AGENTIC_SCENARIO else None, common_setup)
         ident = repr(sorted(row.items()))
-        if ident in index:
-            rows[index[ident]]["concurrency"].append(int(c["conc"]))
-        else:
+        if ident not in index:
             index[ident] = len(rows)
-            rows.append({**row, "concurrency": [int(c["conc"])]})
-
+            rows.append({**row, "concurrency": []})
+        rows[index[ident]]["concurrency"].append(int(p["c"]["conc"]))
     scripts = sorted({str(c.get("script")) for c in ok})
     prefix = str(e.get("model-prefix"))
-    recipe: dict[str, Any] = {
+    engine_node: dict[str, Any] = {"image": e.get("image"), "env": env_common, "argv_template":
+                                   [*split[0][0], *(t for g in common for t in g)]}
+    if common_setup:
+        engine_node["setup"] = common_setup
+    return {
         "defaults": [{"override /model": MODEL_RECIPE.get(prefix, prefix)},
                      {"override /chip": chip_of(str(e.get("runner")))},
                      {"override /engine": engine},
@@ -325,10 +320,6 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
         "recipe_source": f"SemiAnalysisAI/InferenceX@{commit} {ok[0].get('master')} key {key} "
                          f"script {' '.join(scripts)}",
         "relaunch_per_concurrency": True,
-        "engine": {"image": e.get("image"), "env": env_common,
-                   "argv_template": [*split[0][0], *(t for g in common for t in g)]},
+        "engine": engine_node,
         "search_space": rows,
     }
-    if common_setup:
-        recipe["engine"]["setup"] = common_setup
-    return recipe
