@@ -38,7 +38,9 @@ def _through_router(tmp_path, engine: str, al: float = 2.5) -> tuple[dict, str]:
                     "speculator=mtp", "speculator.k=3", "speculator.acceptance.mode=injected",
                     f"speculator.acceptance.length={al}", "concurrency=[4]",
                     "client.max_stamp_err_ms=20", "client.max_queue_delay_ms=100",
-                    *AGENTIC_SHORT, f"results_dir={tmp_path}", f"run_id={engine}")
+                    *AGENTIC_SHORT, f"results_dir={tmp_path}", f"run_id={engine}",
+                    # SGLang's AL is a gauge sampled once a second: a longer window
+                    *(["scenario.duration_s=15"] if engine == "sglang" else []))
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         [p] = read_points(tmp_path / engine)
         return p, get_text(f"http://127.0.0.1:{rport}/v1/models") or ""
