@@ -28,6 +28,9 @@ commands:
   baseline    save a run's points as a committed baseline
   metrics     every metric key: label, unit, which direction is better, definition
   export      a run in other tools' formats (`harness export inferencex RUN_DIR --out DIR`)
+  eval        accuracy evals (lm-eval, InferenceX's settings) on a launched or attached engine
+  check       `harness check lossless`: is speculative decoding lossless on this engine?
+  catalog     InferenceX's catalog from a checkout (`harness catalog import DIR`, show, diff)
 """
 
 
@@ -214,6 +217,12 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _catalog(argv: list[str]) -> int:
+    from harness.cli.catalog import catalog_command  # reads an InferenceX checkout
+
+    return catalog_command(argv)
+
+
 def _ingest(argv: list[str]) -> int:
     from harness.publish.ingest import IngestError, ingest
 
@@ -232,10 +241,22 @@ def _ingest(argv: list[str]) -> int:
     return 0
 
 
+def _eval(argv: list[str]) -> int:
+    from harness.cli.correctness import eval_command
+
+    return eval_command(argv)
+
+
+def _check(argv: list[str]) -> int:
+    from harness.cli.correctness import check_command
+
+    return check_command(argv)
+
+
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
             "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
-            "export": _export}
+            "export": _export, "eval": _eval, "check": _check, "catalog": _catalog}
 
 
 def _terminate(signum: int, _frame: object) -> None:

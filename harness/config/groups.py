@@ -14,6 +14,7 @@ GROUP_DIRS = {
     "speculator": "recipes/speculator",
     "scenarios": "scenarios",
     "recipe": "recipes/recipe",
+    "eval": "recipes/eval",
 }
 
 

@@ -292,6 +292,19 @@ class RunDir:
     def points(self) -> list[dict[str, Any]]:
         return read_points(self.root)
 
+    def amend_points(self, ids: set[str], amend: Any) -> int:
+        """Rewrite the lines of points `ids` through `amend(line) -> line` (a check that ran
+        after them adds its verdict), the file replaced whole: every other line is kept as it
+        was read. Returns how many were amended."""
+        lines, n = [], 0
+        for line in read_points(self.root):
+            if line.get("point_id") in ids:
+                line, n = amend(line), n + 1
+            lines.append(line)
+        if n:
+            atomic_write(self.points_path, b"".join(dumps(x) + b"\n" for x in lines))
+        return n
+
     def completed_ids(self) -> set[str]:
         """Points that need no re-measuring: status ok. A failed point is measured again."""
         return {p["point_id"] for p in self.points() if p.get("status") == "ok"}

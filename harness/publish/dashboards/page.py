@@ -113,6 +113,13 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
               + (f"realised {_fmt(realised)}" if realised is not None
                  else "realised not observed"))
         lines.append(f"speculator {spec} k={_fmt(p.get('spec_k'))} · {al}")
+        # harness.evals.lossless: same prompts with and without the speculator
+        lines.append(f"lossless check: {_fmt(p.get('lossless_verdict') or 'not run')}")
+    for r in p.get("eval_results") or []:
+        if isinstance(r, dict):
+            lines.append(f"eval {_fmt(r.get('task'))}: {_fmt(r.get('score'))} ± "
+                         f"{_fmt(r.get('stderr'))} (n {_fmt(r.get('n'))}, floor "
+                         f"{_fmt(r.get('floor'))}{'' if r.get('passed') else ', BELOW'})")
     if p.get("scenario_kind") == "agentic":
         lines.append(
             f"{p.get('conc')} session trees · fit {_fmt(p.get('fit'))} · QPS {_fmt(p.get('qps'))} "
