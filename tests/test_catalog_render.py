@@ -88,7 +88,7 @@ def compare(entry: dict, launches: list[dict], key: str) -> list[str]:
         if want_files != got_files:
             problems.append(f"{key} {lid} files {want_files} != {got_files}")
         want_h = [(h["name"], h["argv"]) for h in cap.get("helpers") or []]
-        got_h = [(h["name"], h["argv"]) for h in r["helpers"]]
+        got_h = [(h["name"].split("#")[0], h["argv"]) for h in r["helpers"]]
         if want_h != got_h:
             problems.append(f"{key} {lid} helpers {want_h} != {got_h}")
         want_s = [s["argv"] for s in server_setup(cap)]

@@ -17,7 +17,7 @@ from typing import Any
 # The model recipe (recipes/model/<name>.yaml) of each InferenceX `model-prefix`.
 MODEL_RECIPE = {"dsr1": "deepseek-r1", "dsv4": "deepseek-v4-pro", "glm5.1": "glm-5.1",
                 "glm5.2": "glm-5.2", "kimik2.6": "kimi-k2.6", "kimik3": "kimi-k3",
-                "minimaxm3": "minimax-m3", "qwen3.5": "qwen3.5-397b"}
+                "minimaxm3": "minimax-m3", "qwen3.5": "qwen3.5-397b-a17b"}
 # The engine behind a deployment's frontend, for its /metrics names (engine.family).
 FAMILY = {"dynamo-trt": "trtllm", "dynamo-sglang": "sglang", "dynamo-vllm": "vllm",
           "sglang-disagg": "sglang", "atom-disagg": "atom", "llmd-vllm": "vllm", "vllm": "vllm",

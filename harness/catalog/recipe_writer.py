@@ -187,14 +187,16 @@ def server_setup(c: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _helpers(c: Mapping[str, Any], values: Mapping[str, str], server_offset: int
              ) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     port = int(values["port"])
     for h in c.get("helpers") or []:
+        seen = sum(1 for o in out if o["name"].split("#")[0] == str(h["name"]))
         argv = templatize(list(h["argv"]), values, set())
         offset = next((int(b) - port for a, b in itertools.pairwise(h["argv"])
                        if a in ("--port", "-port") and b.isdigit()), 0)
         router = "router" in str(h["name"])
-        out.append({"name": str(h["name"]), "role": "router" if router else "daemon",
+        name = str(h["name"]) + (f"#{seen + 1}" if seen else "")
+        out.append({"name": name, "role": "router" if router else "daemon",
                     "argv": argv, "env": {str(k): str(v) for k, v in (h.get("env") or {}).items()},
                     "port_offset": offset, "health_path": "/health" if router else None,
                     "fronts": router and offset == 0 and server_offset != 0})

@@ -43,8 +43,8 @@ def check_kv_offload(sc: SweepConfig, where: Locate) -> None:
                           f"use one of {', '.join(KV_OFFLOAD_BACKENDS)}"
                           + (f"; {hint}" if hint else ""))
     kind = sc.engine.kind
-    if kv.backend != "none" and kind != "endpoint" and kv.backend not in KV_OFFLOAD_BY_ENGINE.get(
-            kind, ()):
+    own = kind != "endpoint" and not sc.engine.argv_template  # else upstream's command has it
+    if kv.backend != "none" and own and kv.backend not in KV_OFFLOAD_BY_ENGINE.get(kind, ()):
         key = "engine.kv_offload.backend"
         raise ConfigError(where(key), key, f"engine {kind} cannot offload KV to {kv.backend!r}",
                           f"use one of {KV_OFFLOAD_BY_ENGINE.get(kind, ('none',))} for {kind}")
