@@ -81,7 +81,9 @@ def compare(entry: dict, launches: list[dict], key: str) -> list[str]:
                      argv_changes(srv["argv"], argv, srv.get("files") or {}, r["files"])]
         problems += [f"{key} {lid} env {x}" for x in
                      env_changes(srv.get("env_added") or {}, r["env"])]
-        want_files = [yaml.safe_load(t) for p, t in (srv.get("files") or {}).items()
+        want_files = [{k: v for k, v in (yaml.safe_load(t) or {}).items()
+                       if k not in METRICS_OPTIONS}
+                      for p, t in (srv.get("files") or {}).items()
                       if r["engine"] == "trtllm" and p.endswith((".yml", ".yaml"))]
         got_files = [{k: v for k, v in (yaml.safe_load(t) or {}).items()
                       if k not in METRICS_OPTIONS} for t in r["files"].values()]
