@@ -63,6 +63,60 @@ class ChipConfig:
 
 
 @dataclass
+class KvOffloadConfig:
+    """KV cache offloaded past GPU memory (InferenceX `kv-offloading` / `kv-offload-backend`
+    / `dram-utilization`, configs/*-master.yaml@843c6254). The adapter renders the backend's
+    flags as upstream's agentic scripts spell them (harness/engines/kv_offload.py)."""
+
+    # none | vllm-simple | lmcache | mooncake | hicache | native (TensorRT-LLM host cache)
+    backend: str = "none"
+    version: str | None = None  # the backend's package version upstream pins, if any
+    dram_gb_per_rank: float = 0.0  # host DRAM each GPU rank may fill (upstream: total / GPUs)
+    config: dict[str, Any] = field(default_factory=dict)  # merged over the backend's config
+
+
+@dataclass
+class HelperProcess:
+    """A process started with the engine (a router in front of it, a KV store daemon), from
+    an argv list: placeholders {port} (the job's port), {port+N}, {host}, {tp}, {dp},
+    {launch_dir}. Started after the engine is ready (a router) or before it (a daemon)."""
+
+    name: str = MISSING  # e.g. vllm-router, sglang-router, mooncake_master
+    role: str = "router"  # router (after the engine, in front of it) | daemon (before it)
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    port_offset: int = 0  # it listens on the job's port + this (a router in front: 0)
+    health_path: str | None = None  # GET answered 200 when ready; None: the port accepting
+    fronts: bool = False  # the client's traffic goes through it (the engine then sits behind)
+
+
+@dataclass
+class SetupStep:
+    """A job-time step run inside the image before the server (InferenceX scripts' `pip
+    install`, `sed -i` patches, patch scripts), as an argv list, never a shell string."""
+
+    kind: str = "command"  # install | patch | command (what it is for; all run the same way)
+    argv: list[str] = field(default_factory=list)
+    description: str = ""
+
+
+@dataclass
+class PoolConfig:
+    """One disaggregated pool of a multi-node key (InferenceX `prefill:` / `decode:`)."""
+
+    workers: int = 1
+    tp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    pp: int = 1
+    dcp: int = 1
+    pcp: int = 1
+
+    def gpus(self) -> int:
+        return self.workers * self.tp * self.pp * self.pcp
+
+
+@dataclass
 class EngineConfig:
     kind: str = MISSING  # llamacpp | vllm | sglang | trtllm | atom | endpoint
     version: str | None = None  # expected version (recorded; the running one is read back)
@@ -100,6 +154,18 @@ class EngineConfig:
     # TensorRT-LLM: the extra-options YAML as the upstream script writes it (merged over the
     # adapter's own options; with argv_template, used as it is plus the metrics keys)
     extra_options: dict[str, Any] = field(default_factory=dict)
+    # The engine binds the job's port + this: 1 when a router fronts it on the job's port
+    # (InferenceX agentic DP-attention rows: router on PORT, engine on PORT+1).
+    port_offset: int = 0
+    kv_offload: KvOffloadConfig = field(default_factory=KvOffloadConfig)
+    helpers: list[HelperProcess] = field(default_factory=list)
+    setup: list[SetupStep] = field(default_factory=list)
+    # endpoint: where the engine's own /metrics is when engine.url is a router in front of it
+    # (InferenceX's agentic DP rows scrape the engine behind the router too); None: engine.url
+    metrics_url: str | None = None
+    # endpoint: the deployment behind engine.url, when the recipe names several (a multi-node
+    # key's srt-slurm recipe path, a row's `deploy_recipe`): only that row is measured
+    deployment: str | None = None
 
 
 @dataclass
@@ -237,11 +303,15 @@ class TopologyConfig:
     dp_attention: bool = False
     pp: int = 1
     pcp: int = 1  # prefill context parallelism: more GPUs per worker (GPUs = tp x pp x pcp)
+    dcp: int = 1  # decode context parallelism: splits the KV over the TP ranks (no more GPUs)
     # Disaggregated serving: GPUs of the prefill and decode pools (0 = aggregated). Then the
     # point's GPUs are prefill + decode, output throughput is per decode GPU and input per
     # prefill GPU, as InferenceX counts its disaggregated rows.
     prefill_gpus: int = 0
     decode_gpus: int = 0
+    # Multi-node keys: the pools' shapes, recorded with the point (GPUs as prefill/decode_gpus)
+    prefill: PoolConfig | None = None
+    decode: PoolConfig | None = None
 
 
 @dataclass
@@ -260,6 +330,20 @@ class SearchRow:
     # merged over engine.extra_options (TensorRT-LLM's YAML), key by key at every depth: the
     # values an upstream script computes per job (cuda_graph_config.max_batch_size = CONC)
     extra_options: dict[str, Any] = field(default_factory=dict)
+    pcp: int = 1  # prefill context parallel size (InferenceX pcp-size)
+    dcp: int = 1  # decode context parallel size (InferenceX dcp-size)
+    # speculation on this row: None = the recipe's speculator; false = off (InferenceX
+    # `spec-decoding: none` beside mtp rows of one key)
+    spec_decoding: bool | None = None
+    kv_offload: KvOffloadConfig | None = None  # replaces engine.kv_offload on this row
+    helpers: list[HelperProcess] | None = None  # replaces engine.helpers on this row
+    setup: list[SetupStep] | None = None  # replaces engine.setup on this row
+    port_offset: int | None = None  # replaces engine.port_offset (a router fronting this row)
+    scenario: str | None = None  # the scenario this row belongs to; must be the recipe's
+    # Multi-node (attach) rows: the pools and the srt-slurm recipe that deploys them
+    prefill: PoolConfig | None = None
+    decode: PoolConfig | None = None
+    deploy_recipe: str | None = None  # e.g. recipes/trtllm/b200-fp4/8k1k/mtp/ctx1_gen1_...yaml
 
 
 @dataclass

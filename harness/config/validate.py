@@ -112,6 +112,9 @@ def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
     check_ranges(sc, where)
     if sc.search_space:  # a catalog recipe: every row is checked as a recipe of its own
         from harness.config.launches import launches
+        from harness.config.validate_catalog import check_rows
+
+        check_rows(sc, where)
 
         launches(sc, check=lambda one: check_combinations(one, where))
     else:
@@ -339,6 +342,9 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
                           f"{sc.chip.gpus_per_node} per node",
                           "lower tp/pp, or use a multi-node recipe")
+    from harness.config.validate_catalog import check_catalog
+
+    check_catalog(sc, where)
     if eng.kind == "endpoint" and not eng.url:
         raise ConfigError(where("engine.url"), "engine.url",
                           "engine=endpoint needs the URL of a running server",

@@ -213,6 +213,11 @@ class EngineAdapter(ABC):
         if tpl and not has_flag(tpl, "--served-model-name"):
             return self.checkpoint
         m = self.sc.model
+        named = flag_value(tpl, "--served-model-name") if tpl else None
+        if named == "{model}":
+            return self.checkpoint
+        if named is not None and "{" not in named:  # upstream's literal name (an HF id)
+            return named
         return m.served_name or m.name
 
     def templated_argv(self, port: int, max_concurrency: int,
@@ -222,8 +227,9 @@ class EngineAdapter(ABC):
         if not tpl:
             return None
         m = self.sc.model
+        base = port - self.sc.engine.port_offset  # {port} is the job's; the engine's is port
         values = template_values(self.sc, self.checkpoint, m.served_name or m.name,
-                                 self.python(), port, max_concurrency, extra_options)
+                                 self.python(), base, max_concurrency, extra_options)
         return render([*tpl, *self.sc.engine.extra_args], values)
 
     @property
@@ -246,10 +252,15 @@ class EngineAdapter(ABC):
 
     def containerize(self, plan: LaunchPlan) -> LaunchPlan:
         """Run the plan inside engine.image when one is set (docker; under Slurm the job's
-        srun --container-image does it instead, see harness.distributed)."""
+        srun --container-image does it instead, see harness.distributed). The recipe's setup
+        steps run first in the same container (harness/engines/setup_steps.py)."""
         image = self.sc.engine.image
         if not image:
             return plan
+        if self.sc.engine.setup:
+            from harness.engines.setup_steps import with_setup
+
+            plan = dataclasses.replace(plan, argv=with_setup(self.sc.engine.setup, plan.argv))
         if self.sc.engine.container_runtime == "pyxis":  # inside a Slurm allocation
             argv = ["srun", "--overlap", "--ntasks=1", f"--container-image={image}",
                     f"--container-mounts={LAUNCH_DIR}:/launch", "--container-workdir=/launch",

@@ -52,9 +52,14 @@ class TrtllmAdapter(EngineAdapter):
     def options(self, max_concurrency: int) -> dict[str, Any]:
         """The extra-options YAML: an upstream script's as it is (engine.extra_options) plus
         what /prometheus/metrics needs, else the adapter's own with the recipe's over it."""
+        from harness.config.launches import merge_options
+        from harness.engines.kv_offload import trtllm_offload
+
         if self.sc.engine.argv_template:
             return {**self.sc.engine.extra_options, **METRICS_OPTIONS}
-        return {**self.extra_options(max_concurrency), **self.sc.engine.extra_options}
+        own = merge_options(self.extra_options(max_concurrency),
+                            trtllm_offload(self.sc.engine.kv_offload))
+        return {**own, **self.sc.engine.extra_options}
 
     @property
     def stream_interval(self) -> int:
