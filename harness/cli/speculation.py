@@ -1,0 +1,41 @@
+"""`harness speculation RUN...`: where speculation pays (harness/publish/speedup.py): speedup
+over the matching plain series at equal concurrency and equal interactivity, the crossover
+load, the best k per load and target, speedup against injected AL, and the cost side."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    from harness.publish.spec_report import build, to_csv, to_markdown
+    from harness.record.point_record import load_flat
+
+    p = argparse.ArgumentParser(
+        prog="harness speculation",
+        description="Speculative series against their plain match (same model, chip, engine, "
+                    "precision, scenario): ratios at equal concurrency and along the "
+                    "frontiers, crossover load, best k, break-even AL, step costs. Valid "
+                    "points only.")
+    p.add_argument("runs", nargs="+", type=Path, help="run directories (results/<run_id>)")
+    p.add_argument("--targets", type=float, nargs="+", default=[],
+                   help="interactivity targets (tok/s/user); default: 4 spread over the "
+                        "range both frontiers cover")
+    p.add_argument("--csv", type=Path, help="also write every table to this CSV file")
+    p.add_argument("--md", "--markdown", dest="md", type=Path,
+                   help="also write the Markdown here (e.g. $GITHUB_STEP_SUMMARY)")
+    a = p.parse_args(argv)
+    try:
+        tables = build(load_flat(a.runs), a.targets)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"harness speculation: {e}", file=sys.stderr)
+        return 2
+    md = to_markdown(tables)
+    print(md)
+    if a.csv:
+        a.csv.write_text(to_csv(tables))
+    if a.md:
+        a.md.write_text(md)
+    return 0
