@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from harness.publish import spec_report
 from harness.publish.curves import series_key, series_label, with_costs
 from harness.publish.dashboards.point_page import SUMMARY_KEYS, page_href, write_point_pages
 from harness.record.metrics import PRICE_TIERS, metric
@@ -127,6 +128,15 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
     return res
 
 
+def _json_safe(obj: Any) -> Any:
+    """NaN and infinities as null, all the way down (the page's JSON has no NaN)."""
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return _clean(obj)
+
+
 def _script_json(obj: Any) -> str:
     """JSON safe inside <script>: no '</' or '<!--' can end the element early."""
     text = json.dumps(obj, allow_nan=False)
@@ -150,9 +160,11 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
         "palette": PALETTE,
         "price_tiers": list(PRICE_TIERS),
         "default_targets": {"fixed": [20, 40, 60], "agentic": [1, 2, 5]},
+        # where speculation pays (harness/publish/speedup.py), computed from every point
+        "speculation": _json_safe(spec_report.build(points)),
     }
     js = "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
-                   for f in ("interp.js", "compare.js", "dashboard.js"))
+                   for f in ("interp.js", "compare.js", "speculation.js", "dashboard.js"))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
@@ -166,6 +178,9 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 #compare-bars, #trend {{ width: 100%; height: 680px; }}
 #compare-table td, #compare-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
 #compare-table {{ border-collapse: collapse; margin-bottom: 8px; }}
+#spec-chart {{ width: 100%; height: 520px; }}
+.spec-table {{ border-collapse: collapse; margin-bottom: 8px; }}
+.spec-table td, .spec-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
 </style></head>
 <body>
 <h1>{html.escape(title)}</h1>
@@ -179,6 +194,7 @@ diamonds and dashed curves are published InferenceX rows. Sources:</p><ul id="so
 </div>
 <div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
 <div id="view-trend" hidden><div id="trend-count"></div><div id="trend"></div></div>
+<div id="view-speculation" hidden><div id="spec-chart"></div><div id="spec-tables"></div></div>
 <script type="application/json" id="harness-data">{_script_json(data)}</script>
 <script>{get_plotlyjs()}</script>
 <script>{js}</script>
