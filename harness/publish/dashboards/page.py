@@ -18,6 +18,8 @@ from typing import Any
 from harness.publish import spec_report
 from harness.publish.curves import series_key, series_label, with_costs
 from harness.publish.dashboards.point_page import SUMMARY_KEYS, page_href, write_point_pages
+from harness.publish.spec_cost import cost_rows
+from harness.publish.speedup import base_key, base_label, group_series, spec_config
 from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_record import load_flat
 from harness.record.results import atomic_write
@@ -107,6 +109,8 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
                    ) -> list[dict[str, Any]]:
     """What the page's script needs of each point; `page` links its point page when the
     dashboard is written to `out`."""
+    points = list(points)
+    why = spec_why_index(points)
     res = []
     for p in with_costs(points):
         p = dict(p)
@@ -124,8 +128,16 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
                   "invalid_reasons", "power_valid", "_root"):
             keep[k] = _clean(p.get(k))
         keep["page"] = page_href(out, p) if out is not None else None
+        keep["spec_why"] = why.get((base_label(base_key(p)), spec_config(p).label(),
+                                    p.get("conc")))
         res.append(keep)
     return res
+
+
+def spec_why_index(points: Sequence[dict[str, Any]]) -> dict[tuple, str]:
+    """(base, speculator, load) -> the step-cost sentence of harness.publish.spec_cost."""
+    rows = cost_rows(group_series(points))
+    return {(r["base"], r["speculator"], r["conc"]): r["why"] for r in rows}
 
 
 def _json_safe(obj: Any) -> Any:
