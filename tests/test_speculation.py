@@ -137,9 +137,12 @@ def test_crossover_says_which_side_when_the_ratio_never_falls_below_one() -> Non
     assert crossover(equal_concurrency(group_series(slower))).kind == "always_below"
 
 
-def test_invalid_points_are_left_out() -> None:
-    pts = [_pt(1, 100), _pt(1, 300, "ngram", 4, "real", valid=False)]
+def test_invalid_points_are_left_out_unless_asked_and_then_marked() -> None:
+    pts = [_pt(1, 100), _pt(1, 300, "ngram", 4, "real", valid=False),
+           _pt(2, 80, status="failed", valid=False)]
     assert equal_concurrency(group_series(pts)) == []
+    (row,) = equal_concurrency(group_series(pts, include_invalid=True))
+    assert row["valid"] == "NO" and row["intvty_ratio"].value == pytest.approx(3.0)
 
 
 def test_best_k_per_load_and_target_with_the_margin() -> None:

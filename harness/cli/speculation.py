@@ -18,17 +18,20 @@ def main(argv: list[str]) -> int:
         description="Speculative series against their plain match (same model, chip, engine, "
                     "precision, scenario): ratios at equal concurrency and along the "
                     "frontiers, crossover load, best k, break-even AL, step costs. Valid "
-                    "points only.")
+                    "points only, unless --include-invalid.")
     p.add_argument("runs", nargs="+", type=Path, help="run directories (results/<run_id>)")
     p.add_argument("--targets", type=float, nargs="+", default=[],
                    help="interactivity targets (tok/s/user); default: 4 spread over the "
                         "range both frontiers cover")
+    p.add_argument("--include-invalid", action="store_true",
+                   help="also count points a validity rule flagged (their rows say valid NO); "
+                        "for a busy machine's exploratory runs, never for published figures")
     p.add_argument("--csv", type=Path, help="also write every table to this CSV file")
     p.add_argument("--md", "--markdown", dest="md", type=Path,
                    help="also write the Markdown here (e.g. $GITHUB_STEP_SUMMARY)")
     a = p.parse_args(argv)
     try:
-        tables = build(load_flat(a.runs), a.targets)
+        tables = build(load_flat(a.runs), a.targets, a.include_invalid)
     except (FileNotFoundError, ValueError) as e:
         print(f"harness speculation: {e}", file=sys.stderr)
         return 2

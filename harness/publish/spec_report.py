@@ -22,10 +22,10 @@ from harness.publish.speedup import (
 )
 
 
-def build(points: Iterable[dict[str, Any]], targets: Sequence[float] = ()
-          ) -> dict[str, list[dict[str, Any]]]:
+def build(points: Iterable[dict[str, Any]], targets: Sequence[float] = (),
+          include_invalid: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Every table, as rows of plain values (ratios and crossovers as text and numbers)."""
-    series = group_series(points)
+    series = group_series(points, include_invalid)
     eq = equal_concurrency(series)
     return {
         "equal_concurrency": [_plain(r) for r in eq],
@@ -75,7 +75,7 @@ TITLES = {
 COLUMNS = {
     "equal_concurrency": ("base", "speculator", "conc", "repeats", "plain_match",
                           "spec_intvty", "plain_intvty", "intvty_ratio", "spec_tput",
-                          "plain_tput", "tput_ratio", "realised_al"),
+                          "plain_tput", "tput_ratio", "realised_al", "valid"),
     "crossover": ("base", "speculator", "crossover_conc", "tput_crossover_conc"),
     "equal_interactivity": ("base", "speculator", "target_intvty", "spec_tput", "plain_tput",
                             "tput_ratio"),

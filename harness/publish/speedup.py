@@ -127,11 +127,14 @@ class Series:
         return Stat.of(p.get(key) for p in self.by_conc.get(conc, ()) if p.get(key) is not None)
 
 
-def group_series(points: Iterable[dict[str, Any]]) -> dict[tuple, Series]:
-    """(base, config) -> Series, valid points only."""
+def group_series(points: Iterable[dict[str, Any]], include_invalid: bool = False
+                 ) -> dict[tuple, Series]:
+    """(base, config) -> Series: valid points only, unless `include_invalid` (points whose
+    requests completed but a validity rule flagged them, e.g. a busy client's timestamp
+    error; failed points never count). Rows then say which loads had invalid points."""
     out: dict[tuple, Series] = {}
     for p in points:
-        if not p.get("valid", True) or p.get("status", "ok") != "ok":
+        if p.get("status", "ok") != "ok" or not (include_invalid or p.get("valid", True)):
             continue
         base, cfg = base_key(p), spec_config(p)
         s = out.setdefault((base, cfg), Series(base, cfg))
@@ -181,6 +184,9 @@ def equal_concurrency(series: dict[tuple, Series]) -> list[dict[str, Any]]:
                 "plain_tput": pt.mean if pt else math.nan,
                 "tput_ratio": Ratio.of(st, pt) if st and pt else None,
                 "realised_al": _mean(s.by_conc[conc], "spec_realised_al"),
+                "valid": "yes" if all(p.get("valid", True) for p in
+                                      [*s.by_conc[conc], *plain.by_conc.get(conc, ())])
+                else "NO",
             })
     return rows
 
