@@ -55,7 +55,7 @@ def exported(tmp_path_factory):
                         *extra, f"results_dir={tmp}", "run_id=x")
             assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     out = tmp / "out"
-    r = harness("export", "inferencex", str(tmp / "x"), "--out", str(out))
+    r = harness("export", "inferencex", str(tmp / "x"), "--out", str(out), "--include-invalid")
     assert r.returncode == 0, r.stderr
     points = {p["point_id"]: p for p in read_points(tmp / "x")}
     return tmp / "x", out, points, r
@@ -83,16 +83,35 @@ def _exports(out: Path) -> dict[str, tuple[dict[str, str], Path]]:
     return found
 
 
-def test_every_point_is_exported_and_invalid_ones_are_warned(exported) -> None:
+def test_include_invalid_exports_every_point_marked(exported) -> None:
     _, out, points, r = exported
-    assert set(_exports(out)) == set(points)
+    found = _exports(out)
+    assert set(found) == set(points)
     invalid = [p for p in points.values() if not p["valid"]]
     assert invalid, "the 4 s agentic point is below min_measured_s and must be invalid"
     warnings = [x for x in r.stderr.splitlines() if "warning:" in x]
     assert len(warnings) == len(invalid)
     for p in invalid:
         assert any(p["point_id"] in w for w in warnings)
+        assert found[p["point_id"]][0]["RESULT_FILENAME"].endswith("_INVALID")
+    for p in points.values():
+        if p["valid"]:
+            assert not found[p["point_id"]][0]["RESULT_FILENAME"].endswith("_INVALID")
     assert "exported 3 points (2 fixed-sequence, 1 agentic)" in r.stdout
+
+
+def test_by_default_only_valid_points_are_exported(exported, tmp_path) -> None:
+    """InferenceX's pipeline has no notion of validity: a point we rejected must not become a
+    published number there (issue 20)."""
+    run, _, points, _ = exported
+    r = harness("export", "inferencex", str(run), "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    found = _exports(tmp_path / "o")
+    assert set(found) == {pid for pid, p in points.items() if p["valid"]}
+    invalid = [pid for pid, p in points.items() if not p["valid"]]
+    assert f"left out {len(invalid)} invalid point(s)" in r.stdout
+    assert all(pid in r.stdout for pid in invalid)
+    assert "min_measured_s" in r.stdout or "measured" in r.stdout
 
 
 def test_fixed_points_through_process_result_formulas(exported) -> None:

@@ -150,3 +150,36 @@ def test_malformed_azure(tmp_path, text, where, field) -> None:
 def test_missing_file_is_a_trace_error(tmp_path) -> None:
     with pytest.raises(TraceError, match="no such file"):
         load_traces(tmp_path / "nope.json")
+
+
+def _misplaced_trace() -> dict:
+    return {"id": "t1", "block_size": 64, "requests": [
+        {"t": 0, "type": "n", "in": 100, "out": 10, "hash_ids": [1, 2]},
+        {"t": 1, "type": "subagent", "agent_id": "a1", "think_time": float("nan"),
+         "requests": [{"t": 1, "type": "n", "in": 80, "out": 5, "hash_ids": [3],
+                       "agent_id": "wrong"}]},
+        {"t": 2, "type": "subagent", "agent_id": "a2", "think_time": 3,
+         "requests": [{"t": 2, "type": "n", "in": 80, "out": 5, "hash_ids": [4]}]},
+    ]}
+
+
+def test_fields_of_another_kind_are_named_once_outside_strict(tmp_path, caplog) -> None:
+    """A request's think_time on a sub-agent is read by nobody: never accepted silently
+    (issue 20). Outside strict a warning names the field and its first entry, once."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_misplaced_trace()))
+    with caplog.at_level("WARNING"):
+        load_traces(path)
+    msgs = [r.getMessage() for r in caplog.records]
+    think = [m for m in msgs if "'think_time' is a field of a request, not of a sub-agent" in m]
+    assert len(think) == 1 and "requests[1]" in think[0], msgs
+    agent = [m for m in msgs if "'agent_id' is a field of a sub-agent, not of a request" in m]
+    assert len(agent) == 1, msgs
+
+
+def test_fields_of_another_kind_are_errors_in_strict() -> None:
+    from harness.workloads.traces.weka import parse_trace
+
+    with pytest.raises(TraceError) as e:
+        parse_trace(_misplaced_trace(), "t.json", "whole file", strict=True)
+    assert "think_time" in str(e.value) and "requests[1]" in str(e.value)

@@ -14,12 +14,16 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="harness export",
         description="Write a run's points in another tool's formats, for its own "
-                    "post-processing. Invalid points are exported too, with a warning each.")
+                    "post-processing. Only valid points are exported (their pipeline has no "
+                    "notion of validity); --include-invalid exports the others too, marked.")
     p.add_argument("format", choices=sorted(FORMATS),
                    help="; ".join(f"{k}: {v}" for k, v in FORMATS.items()))
     p.add_argument("run", type=Path, metavar="RUN_DIR", help="a run directory, results/<run_id>")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="where to write (created)")
+    p.add_argument("--include-invalid", action="store_true",
+                   help="export invalid points too, '_INVALID' appended to their result "
+                        "name and harness_valid=false in their files")
     return p
 
 
@@ -29,7 +33,7 @@ def main(argv: list[str]) -> int:
 
     a = _parser().parse_args(argv)
     try:
-        res = export_inferencex(a.run, a.out)
+        res = export_inferencex(a.run, a.out, include_invalid=a.include_invalid)
     except ExportError as e:
         print(f"harness export: {e}", file=sys.stderr)
         return 2
@@ -40,4 +44,10 @@ def main(argv: list[str]) -> int:
         print(f"harness export: warning: {w}", file=sys.stderr)
     print(f"exported {res.fixed + res.agentic} points ({res.fixed} fixed-sequence, "
           f"{res.agentic} agentic) to {a.out}")
-    return 0
+    if res.left_out:
+        print(f"left out {len(res.left_out)} invalid point(s) (--include-invalid to export "
+              "them, marked):")
+        for why in res.left_out:
+            print(f"  {why}")
+    # Nothing exported because every point was invalid: not a success a script should miss.
+    return 1 if res.left_out and not (res.fixed + res.agentic) else 0

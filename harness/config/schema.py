@@ -70,7 +70,12 @@ class EngineConfig:
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     startup_timeout_s: float = 900.0
-    threads: int | None = None  # CPU engines: compute threads (None = all cores)
+    # CPU engines: compute threads. -1: every core but the first, which the client keeps; N: the
+    # last N cores; None: every core (the engine's own default). harness/engines/cpu_split.py
+    threads: int | None = None
+    # CPU engines: pin the engine to its cores and the client to the rest (disjoint), where the
+    # OS allows it; false: threads only, both free to run anywhere.
+    cpu_affinity: bool = True
     url: str | None = None  # endpoint: an OpenAI-compatible server that is already running
     api_key_env: str | None = None  # endpoint: environment variable holding the API key
     # endpoint: the engine behind the URL, for its metrics names and path (vllm, sglang,

@@ -41,6 +41,9 @@ class LaunchPlan:
     files: dict[str, str] = field(default_factory=dict)  # written to the launch dir first
     port: int = 0
     ready_paths: tuple[str, ...] = ("/health", "/v1/models")
+    # Cores the engine process is pinned to (a CPU engine beside the client,
+    # harness/engines/cpu_split.py); the client then keeps the others. None: not pinned.
+    cpus: tuple[int, ...] | None = None
 
 
 class EngineAdapter(ABC):

@@ -9,6 +9,7 @@ from typing import Any
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.engines.base import EngineAdapter, LaunchPlan, Locate
+from harness.engines.cpu_split import engine_cores
 from harness.engines.weights import gguf_path
 
 
@@ -46,8 +47,10 @@ class LlamaCppAdapter(EngineAdapter):
             "n_parallel": self.max_running(max_concurrency),
             # n_ctx is shared by all slots: size every slot for the scenario's longest request.
             "n_ctx": per_slot * self.max_running(max_concurrency),
-            "threads": self.sc.engine.threads,
         }
+        cores = engine_cores(self.sc.engine.threads)
+        if cores is not None:  # threads null: llama.cpp's own default (every core), unpinned
+            cfg["threads"] = len(cores)
         if spec.method != "none":
             cfg["speculative"] = {
                 "method": spec.method,
@@ -60,7 +63,8 @@ class LlamaCppAdapter(EngineAdapter):
             }
         argv = [sys.executable, "-m", "harness.engines.llamacpp_server", json.dumps(cfg)]
         return LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port,
-                          ready_paths=("/health", "/v1/models"))
+                          ready_paths=("/health", "/v1/models"),
+                          cpus=tuple(cores) if cores and self.sc.engine.cpu_affinity else None)
 
     def request_extras(self) -> dict[str, Any]:
         # Random prompts (fixed sequence): no prefix reuse, as InferenceX runs them.

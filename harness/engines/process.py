@@ -4,6 +4,7 @@ group, readiness, a kept log, and a stop that never leaves a server running."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -67,6 +68,14 @@ def _die_with_parent() -> None:
         pass
 
 
+def _in_child(cpus: tuple[int, ...] | None) -> None:
+    """Before exec: die with the harness, and keep to the engine's cores (the client's are
+    the others)."""
+    _die_with_parent()
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(cpus))
+
+
 class ServerProcess:
     """One engine server as a child process. Use as a context manager."""
 
@@ -101,7 +110,7 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() takes all of it
-                preexec_fn=_die_with_parent,
+                preexec_fn=functools.partial(_in_child, self.plan.cpus),
             )
         except OSError as e:
             raise EngineStartError(f"could not start {self.plan.argv[0]!r}: {e}") from e

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines import prometheus
+from harness.engines import cpu_split, prometheus
 from harness.engines.base import EngineAdapter
 from harness.engines.process import (
     EngineStartError,
@@ -37,6 +37,7 @@ class EngineSession:
         self.version = "unknown"
         self.server_info: dict[str, Any] = {}
         self.launches = 0
+        self._client_mask: set[int] | None = None  # this process's cores before pinning
 
     @property
     def log_path(self) -> Path:
@@ -56,6 +57,9 @@ class EngineSession:
         self.launches += 1
         log.info("starting %s on port %d (log: %s)", a.kind, port, self.log_path)
         self.proc.start()
+        if plan.cpus:
+            # The client keeps the cores the engine was not given (harness/engines/cpu_split.py).
+            self._client_mask = cpu_split.pin(cpu_split.client_cores(list(plan.cpus)))
         try:  # whatever interrupts us from here on (Ctrl-C included), the engine goes
             self.proc.wait_ready(a.sc.engine.startup_timeout_s)
             self.base_url = self.proc.base_url
@@ -130,6 +134,8 @@ class EngineSession:
         if self.proc is not None:
             self.proc.stop()
             self.proc = None
+        cpu_split.restore(self._client_mask)
+        self._client_mask = None
 
     def scrape(self) -> prometheus.Sample:
         text = get_text(self.base_url + self.adapter.counters.metrics_path)

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.cpu_split import engine_cores
 
 VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model": "draft_model",
                 "eagle": "eagle"}
@@ -87,13 +88,6 @@ class VllmAdapter(EngineAdapter):
 
 def cpu_bind(threads: int | None) -> str | None:
     """vLLM's CPU build spins its OpenMP threads on every core it is given; the client needs
-    one of its own to stamp arrivals on time. threads=-1: every core but the first; N > 0:
-    the last N cores; None: vLLM decides."""
-    import os
-
-    if threads is None:
-        return None
-    cores = sorted(os.sched_getaffinity(0))
-    chosen = cores[1:] if threads < 0 else cores[-threads:]
-    chosen = chosen or cores
-    return ",".join(str(c) for c in chosen)
+    one of its own to stamp arrivals on time (harness/engines/cpu_split.py)."""
+    cores = engine_cores(threads)
+    return None if cores is None else ",".join(str(c) for c in cores)

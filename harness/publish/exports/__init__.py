@@ -7,8 +7,11 @@ AIPerf's artifacts under `<RESULT_FILENAME>/aiperf_artifacts/` and the environme
 InferenceX's `process_agentic_result.py` (`aiperf_agentic`). With a point's `.env` loaded
 (`set -a; . DIR/<name>.env`), their scripts run unchanged in DIR.
 
-Invalid points are exported too (their files say so: `harness_valid` in the JSON,
-`metadata.submission_valid` in the AIPerf aggregate) and each is reported as a warning.
+Only valid points are exported by default: InferenceX's pipeline has no notion of validity, so a
+point we rejected would become a published number there (issue 20). Each point left out is named
+with its reasons in the result. With `include_invalid`, invalid points are exported too, marked
+in the file name (`_INVALID` appended to RESULT_FILENAME) and in the files (`harness_valid` in
+the JSON, `metadata.submission_valid` in the AIPerf aggregate), each reported as a warning.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class ExportResult:
     fixed: int = 0
     agentic: int = 0
     warnings: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # invalid points not exported, with why
 
 
 def load_run(run_dir: Path) -> list[PointRecord]:
@@ -49,16 +53,23 @@ def load_run(run_dir: Path) -> list[PointRecord]:
     return records
 
 
-def invalid_warning(rec: PointRecord) -> str:
+INVALID_SUFFIX = "_INVALID"
+
+
+def _why(rec: PointRecord) -> str:
     i = rec.identity
     why = "; ".join(r.splitlines()[0] for r in rec.reasons) or rec.status
-    return (f"point {rec.point_id} ({i.scenario}, conc {i.conc}) is invalid, exported anyway: "
-            f"{why}")
+    return f"point {rec.point_id} ({i.scenario}, conc {i.conc}): {why}"
 
 
-def export_inferencex(run_dir: Path, out: Path) -> ExportResult:
-    """Every point of `run_dir` into `out` (created); raises ExportError for a run that
-    cannot be exported, harness.record.results.ResultsWriteError for a write that failed."""
+def invalid_warning(rec: PointRecord) -> str:
+    return f"invalid, exported anyway ({INVALID_SUFFIX} in its name): {_why(rec)}"
+
+
+def export_inferencex(run_dir: Path, out: Path, include_invalid: bool = False) -> ExportResult:
+    """The valid points of `run_dir` (every point with `include_invalid`) into `out`
+    (created); raises ExportError for a run that cannot be exported,
+    harness.record.results.ResultsWriteError for a write that failed."""
     run_dir, out = Path(run_dir), Path(out)
     records = load_run(run_dir)
     if out.exists() and not out.is_dir():
@@ -68,6 +79,11 @@ def export_inferencex(run_dir: Path, out: Path) -> ExportResult:
     result = ExportResult()
     for rec in records:
         name = names[rec.point_id]
+        if not rec.valid:
+            if not include_invalid:
+                result.left_out.append(_why(rec))
+                continue
+            name += INVALID_SUFFIX
         if rec.identity.scenario_kind == "agentic":
             try:
                 result.files += aiperf_agentic.export_point(run_dir, rec, name, out)

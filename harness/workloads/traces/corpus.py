@@ -204,7 +204,7 @@ def iter_traces(src: CorpusSource, strict: bool = True) -> Iterator[Trace]:
             raise TraceError(src.label, f"{where}, trace {tid}", "id", "duplicate trace id",
                              "give every trace (row) its own id")
         seen.add(str(tid))
-        trace = parse_trace(obj, src.label, where)
+        trace = parse_trace(obj, src.label, where, strict)
         trace.meta = {**trace.meta, "dataset": src.label, "dataset_revision": src.revision,
                       "row": i}
         yield trace

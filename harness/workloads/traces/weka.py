@@ -8,11 +8,43 @@ a request `{t, type: "n"|"s", in, out, hash_ids, think_time, api_time, ...}`; a 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
 
+from harness.workloads.traces.corpus_rows import (
+    STREAMING_FIELDS,
+    SUBAGENT_FIELDS,
+    TRACE_FIELDS,
+)
 from harness.workloads.traces.model import SubAgent, Trace, TraceError, TraceRequest, read_text
+
+log = logging.getLogger(__name__)
+# Which fields each kind of entry may carry (AIPerf's WekaTrace models, corpus_rows.py). A field
+# of another kind (a request's think_time on a sub-agent) is read by nobody: the user believes
+# it applies and it does not, so it is never accepted silently (issue 20).
+_KIND_FIELDS = {"request": set(STREAMING_FIELDS), "sub-agent": set(SUBAGENT_FIELDS),
+                "trace": set(TRACE_FIELDS)}
+_warned: set[tuple[str, str, str]] = set()  # (file, kind, field): each warned once per file
+
+
+def check_fields(obj: dict[str, Any], kind: str, path: str, where: str, strict: bool) -> None:
+    """Fields that do not belong to this kind of entry: with `strict` an error naming the entry
+    and the field; otherwise a warning naming the field once per file (its first entry)."""
+    for key in obj:
+        if key in _KIND_FIELDS[kind]:
+            continue
+        other = next((k for k, f in _KIND_FIELDS.items() if k != kind and key in f), None)
+        what = (f"'{key}' is a field of a {other}, not of a {kind} (it would be ignored)"
+                if other else f"'{key}' is not a field of a {kind} in the Weka trace schema")
+        if strict:
+            raise TraceError(path, where, key, what,
+                             f"drop '{key}' from this {kind}, or move it to where it belongs")
+        if (path, kind, key) not in _warned:
+            _warned.add((path, kind, key))
+            log.warning("%s: %s: %s; ignored (first such entry; later ones not repeated)",
+                        path, where, what)
 
 # Sub-agents nest (a sub-agent's own sub-agents); recorded traces go a few levels deep. The
 # bound turns a pathological file into an error instead of a RecursionError.
@@ -45,7 +77,8 @@ def _prefix_tokens(obj: dict[str, Any], path: str, where: str) -> int:
                + _num(obj, "system_tokens", path, where, required=False, integer=True))
 
 
-def _items(raw: Any, path: str, where: str, depth: int = 0) -> list[TraceRequest | SubAgent]:
+def _items(raw: Any, path: str, where: str, depth: int = 0,
+           strict: bool = False) -> list[TraceRequest | SubAgent]:
     if not isinstance(raw, list):
         raise TraceError(path, where, "requests", f"expected a list, got {type(raw).__name__}",
                          "make 'requests' a list of requests and sub-agents")
@@ -63,19 +96,21 @@ def _items(raw: Any, path: str, where: str, depth: int = 0) -> list[TraceRequest
             raise TraceError(path, w, "requests", "expected an object", "one JSON object per entry")
         kind = r.get("type")
         if kind == "subagent":
+            check_fields(r, "sub-agent", path, w, strict)
             out.append(SubAgent(
                 t=_num(r, "t", path, w),
                 agent_id=str(r.get("agent_id", f"sub{i}")),
                 kind=str(r.get("subagent_type", "")),
                 duration=_num(r, "duration_ms", path, w, required=False) / 1000.0,
                 items=_items(r.get("requests"), path, f"{w} ({r.get('agent_id', 'subagent')})",
-                             depth + 1),
+                             depth + 1, strict),
                 prefix_tokens=_prefix_tokens(r, path, w),
             ))
             continue
         if kind not in ("n", "s", None):
             raise TraceError(path, w, "type", f"unknown type {kind!r}",
                              "use 'n', 's' or 'subagent'")
+        check_fields(r, "request", path, w, strict)
         ids = r.get("hash_ids")
         if not isinstance(ids, list) or not all(isinstance(h, int) for h in ids):
             raise TraceError(path, w, "hash_ids", "expected a list of integers",
@@ -91,14 +126,16 @@ def _items(raw: Any, path: str, where: str, depth: int = 0) -> list[TraceRequest
     return out
 
 
-def parse_trace(obj: Any, path: str, where: str) -> Trace:
+def parse_trace(obj: Any, path: str, where: str, strict: bool = False) -> Trace:
+    """One trace; every entry's fields checked against its kind (`check_fields`)."""
     if not isinstance(obj, dict):
         raise TraceError(path, where, "(trace)", "expected a JSON object per trace",
                          "one trace object per file or per line")
     tid = str(obj.get("id", where))
     w = f"{where}, trace {tid}"
+    check_fields(obj, "trace", path, w, strict)
     bs = _num(obj, "block_size", path, w, integer=True, minimum=1)
-    items = _items(obj.get("requests"), path, w)
+    items = _items(obj.get("requests"), path, w, strict=strict)
     if not any(isinstance(i, TraceRequest) for i in items):
         # the replay starts a lane on a parent turn and attaches sub-agents to parent turns
         raise TraceError(path, w, "requests", "only sub-agents, no parent turn",
