@@ -236,3 +236,21 @@ def test_fixed_sequence_injection_only_on_engines_that_can() -> None:
         resolve(ep, can_inject=bool(ep.engine.can_inject_acceptance), where="w")
     assert ei.value.key == "speculator.acceptance.mode"
     assert "cannot force an acceptance length" in ei.value.problem
+
+
+def test_point_page_per_request_acceptance() -> None:
+    import numpy as np
+
+    from harness.publish.dashboards.point_data import spec_requests
+
+    r = {"completion_tokens": np.array([64, 64, 58, 10]),
+         "spec_draft_tokens": np.array([40, 0, 12, -1]),
+         "spec_accepted_tokens": np.array([32, 0, 6, -1])}
+    keep = np.array([True, True, True, True])
+    got = spec_requests(r, keep)
+    assert got["n"] == 3  # the request without counts is left out
+    per_step = sorted(got["tokens_per_step"]["cdf_x"])
+    assert per_step == pytest.approx([1.0, 58 / 52, 64 / 32])
+    assert (got["drafted"], got["accepted"]) == (52.0, 38.0)
+    assert spec_requests({k: v for k, v in r.items() if k == "completion_tokens"}, keep) \
+        is None
