@@ -173,8 +173,10 @@ def test_break_even_al_is_where_the_ratio_reaches_one() -> None:
 
 def test_step_cost_from_counters() -> None:
     # 1000 tokens generated, 600 of them accepted drafts: 400 steps, 2.5 tokens per step;
-    # 1000 draft tokens over 250 drafts: 4 drafts per step. TPOT 10 ms against plain 9 ms:
-    # a step costs 25 ms = 2.78 plain steps, so 2.5 / 2.78 = 0.9x predicted.
+    # 250 drafts of 1000 draft tokens: 4 drafts per verify step, on 62.5% of the steps. TPOT
+    # 10 ms against plain 9 ms: a mean step costs 25 ms = 2.78 plain steps; with the 150
+    # undrafted steps at one plain step each, a drafting step costs (400 x 2.78 - 150) / 250
+    # = 3.84 plain steps (> half its width of 5: compute-bound); 2.5 / 2.78 = 0.9x.
     pts = [_pt(1, 111, median_tpot=0.009),
            _pt(1, 100, "ngram", 4, "real", median_tpot=0.010, spec_drafts=250,
                spec_draft_tokens=1000, spec_accepted_tokens=600,
@@ -182,9 +184,13 @@ def test_step_cost_from_counters() -> None:
     (row,) = cost_rows(group_series(pts))
     assert row["drafts_per_step"] == pytest.approx(4.0)
     assert row["tokens_per_step"] == pytest.approx(2.5)
-    assert row["cost_plain_steps"] == pytest.approx(0.025 / 0.009)
-    assert row["predicted_speedup"] == pytest.approx(2.5 * 0.009 / 0.025)
-    assert row["why"].startswith("compute-bound: verifying 4.0 drafts costs 2.8 plain steps")
+    assert row["drafted_share"] == pytest.approx(0.625)
+    cost = 0.025 / 0.009
+    assert row["cost_plain_steps"] == pytest.approx(cost)
+    assert row["verify_cost_plain_steps"] == pytest.approx((400 * cost - 150) / 250)
+    assert row["speedup"] == pytest.approx(2.5 / cost)
+    assert row["speedup"] == pytest.approx(0.009 / 0.010)  # the TPOT ratio, split in two
+    assert row["why"].startswith("compute-bound: verifying 4.0 drafts costs 3.8 plain steps")
 
 
 def test_report_markdown_and_csv(published) -> None:

@@ -70,7 +70,8 @@ TITLES = {
                         "frontier; margin over the runner-up)",
     "al_map": "Speedup against injected AL (interactivity ratio to plain; break-even AL "
               "linear between measured ALs)",
-    "cost": "Why: the cost side from the engine's counters",
+    "cost": "Why: the cost side from the engine's counters (verify cost: a drafting step in "
+            "plain steps; speedup = tokens per step / step cost, the TPOT ratio split in two)",
 }
 COLUMNS = {
     "equal_concurrency": ("base", "speculator", "conc", "repeats", "plain_match",
@@ -85,8 +86,9 @@ COLUMNS = {
                          "margin", "values"),
     "al_map": ("base", "method", "k", "conc", "plain_match", "ratios", "realised",
                "break_even_al", "note"),
-    "cost": ("base", "speculator", "conc", "drafts_per_step", "tokens_per_step",
-             "accept_rate", "cost_plain_steps", "predicted_speedup", "why"),
+    "cost": ("base", "speculator", "conc", "drafts_per_step", "drafted_share", "accept_rate",
+             "tokens_per_step", "verify_cost_plain_steps", "cost_plain_steps", "speedup",
+             "why"),
 }
 
 

@@ -11,7 +11,7 @@ const SPEC_TABLES = [
   ["best_k_by_load", "Best k per load", ["base", "method", "mode", "conc", "best", "runner_up", "margin", "values"]],
   ["best_k_by_target", "Best k per interactivity target", ["base", "method", "mode", "target_intvty", "best", "runner_up", "margin", "values"]],
   ["al_map", "Speedup against injected AL", ["base", "method", "k", "conc", "ratios", "realised", "break_even_al", "note"]],
-  ["cost", "Why: step cost from the engine's counters", ["base", "speculator", "conc", "drafts_per_step", "tokens_per_step", "cost_plain_steps", "predicted_speedup", "why"]],
+  ["cost", "Why: step cost from the engine's counters", ["base", "speculator", "conc", "drafts_per_step", "drafted_share", "accept_rate", "tokens_per_step", "verify_cost_plain_steps", "cost_plain_steps", "speedup", "why"]],
 ];
 
 function specCell(row, col) {
