@@ -31,11 +31,16 @@ def main(argv: list[str]) -> int:
                    help="also write the Markdown here (e.g. $GITHUB_STEP_SUMMARY)")
     a = p.parse_args(argv)
     try:
-        tables = build(load_flat(a.runs), a.targets, a.include_invalid)
+        points = load_flat(a.runs)
     except (FileNotFoundError, ValueError) as e:
         print(f"harness speculation: {e}", file=sys.stderr)
         return 2
+    tables = build(points, a.targets, a.include_invalid)
     md = to_markdown(tables)
+    empty = not any(tables.values())
+    if empty and not a.include_invalid and any(build(points, a.targets, True).values()):
+        md += ("(points a validity rule flagged were left out; --include-invalid counts "
+               "them, marked valid NO)\n")
     print(md)
     if a.csv:
         a.csv.write_text(to_csv(tables))
