@@ -141,13 +141,21 @@ def al_map(series: dict[tuple, Series]) -> list[dict[str, Any]]:
                        if isinstance(p.get("spec_realised_al"), int | float)]
                 realised[al] = sum(got) / len(got) if got else math.nan
             be = break_even(list(ratios), list(ratios.values()))
-            if be is None:
-                finite = [r for r in ratios.values() if math.isfinite(r)]
-                side = ("below" if finite and max(finite) < 1 else "above") if finite else ""
-                note = f"{side} 1 at every measured AL" if side else "no plain match"
-            else:
-                note = ""
+            note = "" if be is not None else _no_break_even(ratios, k)
             rows.append({"base": base_label(base), "method": method, "k": k, "conc": conc,
                          "plain_match": how, "ratios": ratios, "realised": realised,
                          "break_even_al": be if be is not None else math.nan, "note": note})
     return rows
+
+
+def _no_break_even(ratios: dict[float, float], k: int) -> str:
+    """Why an AL map row has no break-even: every AL on one side of 1 (the best AL measured
+    and what it gave; an AL is at most k + 1), or no plain match."""
+    finite = {al: r for al, r in ratios.items() if math.isfinite(r)}
+    if not finite:
+        return "no plain match"
+    best = max(finite, key=lambda al: finite[al])
+    if finite[best] < 1:
+        return (f"below 1 at every measured AL (best: AL {best:g} gives {finite[best]:.2f}x; "
+                f"AL is at most k+1 = {k + 1})")
+    return "at or above 1 at every measured AL"
