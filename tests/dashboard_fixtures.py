@@ -71,6 +71,12 @@ def series_frame() -> pd.DataFrame:
                                         ("gpu", "1", "power_w", 310.0)):
             rows.append({"t_s": float(t), "source": source, "device": device, "name": name,
                          "value": v + t})
+        # cumulative counters as the engine reports them: 10 tokens/s, 2 drafts and 3
+        # accepted draft tokens per second (AL 2.5 in every interval)
+        for name, per_s in (("generation_tokens_total", 10.0), ("spec_drafts_total", 2.0),
+                            ("spec_accepted_total", 3.0)):
+            rows.append({"t_s": float(t), "source": "server", "device": "", "name": name,
+                         "value": 100.0 + per_s * (t + 2)})
     return pd.DataFrame(rows)
 
 

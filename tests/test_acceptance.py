@@ -39,26 +39,43 @@ def test_synthetic_rates_outside_one_to_k_plus_one() -> None:
         synthetic_rates(4.5, 3)
 
 
-# yaml model key -> (table model id, speculator)
-GOLDEN = {"dsv4_mtp.yaml": ("deepseek-v4-pro", "mtp"), "glm5.2_mtp.yaml": ("glm-5.2", "mtp"),
-          "kimik2.5_eagle3.yaml": ("kimi-k2.5", "eagle3"),
-          "qwen3.5_mtp.yaml": ("qwen3.5-397b-a17b", "mtp"),
-          "minimaxm3_eagle3.yaml": ("minimax-m3", "eagle3"),
-          "minimaxm3_eagle3_gqa.yaml": ("minimax-m3", "eagle3-gqa")}
+# golden file -> (table model id, speculator, drafter, sample method): what the engine ran
+GOLDEN = {
+    "dsv4_mtp.yaml": ("deepseek-v4-pro", "mtp", "", "greedy"),
+    "dsv4-pro-0813-dspark.yaml": ("deepseek-v4-pro-0813", "dspark", "", "probabilistic"),
+    "glm5.2_mtp.yaml": ("glm-5.2", "mtp", "", "greedy"),
+    "kimik2.5_eagle3.yaml": ("kimi-k2.5", "eagle3", "lightseekorg/kimi-k2.5-eagle3-mla",
+                             "greedy"),
+    "kimik3_dspark.yaml": ("kimi-k3", "dspark", "Inferact/Kimi-K3-DSpark", "greedy"),
+    "kimik3_dspark_probabilistic_sample_method_block_rejection_sample_method.yaml": (
+        "kimi-k3", "dspark", "Inferact/Kimi-K3-DSpark", "probabilistic-block"),
+    "qwen3.5_mtp.yaml": ("qwen3.5-397b-a17b", "mtp", "", "greedy"),
+    "minimaxm3_eagle3.yaml": ("minimax-m3", "eagle3", "Inferact/MiniMax-M3-EAGLE3", "greedy"),
+    "minimaxm3_eagle3_gqa.yaml": ("minimax-m3", "eagle3", "Inferact/MiniMax-M3-EAGLE3-GQA",
+                                  "greedy")}
+
+
+def test_every_golden_file_is_imported() -> None:
+    files = {p.name for p in (TABLE_DIR / "source" / "inferencex_golden_al").glob("*.yaml")}
+    assert files == set(GOLDEN)
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_table_matches_the_golden_yaml_files(table, name) -> None:
-    model, spec = GOLDEN[name]
+    model, spec, draft, sample = GOLDEN[name]
     doc = yaml.safe_load((TABLE_DIR / "source" / "inferencex_golden_al" / name).read_text())
     (curves,) = doc.values()
     n = 0
     for mode, by_k in curves.items():
         thinking = {"thinking_on": "on", "thinking_off": "off"}[mode]
         for k, al in by_k.items():
-            rows = [r for r in table if (r.model, r.speculator, r.k, r.thinking) ==
-                    (model, spec, int(k), thinking) and "golden" in r.source_kind]
+            rows = [r for r in table if (r.model, r.speculator, r.k, r.thinking, r.draft,
+                                         r.sample_method) ==
+                    (model, spec, int(k), thinking, draft, sample) and r.golden]
             assert len(rows) == 1 and rows[0].al == pytest.approx(round(float(al), 2))
+            assert f"golden_al_distribution/{name}@843c6254" in rows[0].notes
+            assert rows[0].source.endswith(f"843c6254ff69b567f772f6a5fd97675af3d04431/"
+                                           f"golden_al_distribution/{name}")
             n += 1
     assert n >= 8
 

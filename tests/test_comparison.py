@@ -153,7 +153,12 @@ def test_point_payload_against_the_records(tmp_path) -> None:
     assert d["dist"]["itl"]["p50"] == pytest.approx(float(np.percentile(itl, 50)))
     assert sum(d["over_time"]["tput"]) == pytest.approx(req.completion_tokens.sum())
     assert d["window"] == [0.0, 9.0] and d["series_source"] == "series"
-    assert len(d["series"]) == len(info["series"].groupby(["source", "device", "name"]))
+    traces = {t["name"]: t for f in d["series"] for t in f["traces"]}
+    # every series once, plus the acceptance the speculative counters imply
+    assert len(traces) == len(info["series"].groupby(["source", "device", "name"])) + 1
+    assert set(traces["generated tokens/s"]["v"]) == {10.0}  # a counter drawn as its rate
+    assert set(traces["AL per interval (1 + accepted/drafts)"]["v"]) == {2.5}
+    assert len({f["unit"] for f in d["series"]}) == len(d["series"])  # one family per axis
     # in flight at each bin centre, counted directly
     t0 = 1000.0
     for t, n in zip(d["over_time"]["t"], d["over_time"]["inflight"], strict=True):

@@ -54,6 +54,8 @@ def _point_page(site, pid: str) -> Path:
     return site["out"].parent / "dash_points" / "ours" / f"{pid}.html"
 
 
+SERIES_NAMES = """Array.from(document.querySelectorAll('#series > div'))
+    .flatMap(d => d.data.map(t => t.name))"""
 PAGE_READY = "document.getElementById('summary').children.length > 0"
 CELLS = """() => [...document.querySelectorAll('#compare-table td[data-metric]')]
     .map(td => [td.parentElement.dataset.series, Number(td.parentElement.dataset.target),
@@ -93,11 +95,14 @@ def test_fixed_point_page_shows_the_run_files(site, tab) -> None:
     n = tab.evaluate("document.getElementById('dist-ttft').data[1].x.length")
     assert n == measured  # the CDF has a step per measured request
     # no series file: the server's samples, counters as rates, one trace per metric
-    traces = tab.evaluate("document.getElementById('series').data.map(t => t.name)")
+    traces = tab.evaluate(SERIES_NAMES)
     assert len(traces) == len(site["server_names"])
-    assert "server · vllm:prompt_tokens_total /s" in traces
+    assert "vllm:prompt_tokens_total /s" in traces
     assert tab.locator("#identity li", has_text="<img").count() >= 1  # shown as text
-    assert tab.locator("#summary th", has_text="measured_j_per_tok").count() == 1
+    # the table names figures as people read them, with units, never raw keys
+    assert tab.locator("#summary th", has_text="Joules per token (measured) (J/tok)").count() == 1
+    assert tab.locator("#summary th", has_text="TTFT, median (ms)").count() == 1
+    assert tab.locator("#summary td", has_text="None").count() == 0
     tab.screenshot(path=str(site["shots"] / "point-fixed.png"), full_page=True)
 
 
@@ -115,8 +120,15 @@ def test_agentic_point_page_has_a_row_per_lane_and_agent(site, tab) -> None:
     waits = tab.evaluate("""document.getElementById('timeline').data
         .find(t => t.name.startsWith('wait')).x.length""")
     assert waits > 0  # the gaps between a row's requests are drawn
-    traces = tab.evaluate("document.getElementById('series').data.length")
-    assert traces == len(site["series"].groupby(["source", "device", "name"]))
+    # one chart per quantity family, each with its unit; counters as rates, and the
+    # acceptance the speculative counters imply per interval
+    names = tab.evaluate(SERIES_NAMES)
+    assert len(names) == len(site["series"].groupby(["source", "device", "name"])) + 1
+    units = tab.evaluate("""Array.from(document.querySelectorAll('#series > div'))
+        .map(d => d.layout.yaxis.title.text)""")
+    assert "tokens/s" in units and "W" in units and "requests" in units
+    assert len(units) == len(set(units))
+    assert not any(n.endswith("_total") for n in names)
     assert tab.evaluate("document.getElementById('timeline').layout.shapes[0].x1") == 0
     # siblings: the same series at its other load levels, in order
     sib = tab.locator("#siblings a").all_text_contents()

@@ -148,7 +148,15 @@ def _acceptance(argv: list[str]) -> int:
     ls = sub.add_parser("list", help="show the table")
     ls.add_argument("--model")
     ls.add_argument("--speculator")
+    imp = sub.add_parser("import-golden", help="rewrite published.csv's InferenceX golden rows "
+                         "from DIR/golden_al_distribution/*.yaml (an InferenceX checkout)")
+    imp.add_argument("dir", type=Path)
+    imp.add_argument("--commit", help="the checkout's commit (default: git rev-parse HEAD)")
     a = p.parse_args(argv)
+    if a.cmd == "import-golden":
+        from harness.spec.golden import import_golden
+
+        return import_golden(a.dir, a.commit)
     rows = [r for r in load_table()
             if (not a.model or r.model == a.model)
             and (not a.speculator or r.speculator == a.speculator)]
@@ -156,7 +164,9 @@ def _acceptance(argv: list[str]) -> int:
     for r in sorted(rows, key=lambda r: (r.model, r.speculator, r.thinking, r.k)):
         src = r.source_kind if r.measured_on else r.source.split("/blob/")[0].split("//")[-1]
         print(f"{r.model:<22} {r.speculator:<13} {r.k:>2} {r.thinking:<5} {r.al:>6.3f}  "
-              f"{r.precision:<8} {src} ({r.file})")
+              f"{r.precision:<8} {src} ({r.file})"
+              + (f" draft={r.draft}" if r.draft else "")
+              + (f" {r.sampled}" if r.sampled != "greedy" else ""))
     print(f"{len(rows)} rows")
     return 0
 

@@ -107,13 +107,22 @@ class AcceptanceConfig:
     # Which table rows a lookup may inject: published (golden curves first; never a local
     # calibration), calibrated (harness calibrate's rows), or one row as file:line.
     source: str = "published"
+    # An explicit length that is a published curve's value at another draft length: refuse
+    # (InferenceX's written fairness rule, golden_al_distribution/README.md@843c6254) or allow
+    # (what its four dsv4-fp4-gb200-dynamo-vllm-agentic-mtp* keys do: 2.49, the k=3 value, at k=2).
+    other_k: str = "refuse"
 
 
 @dataclass
 class SpeculatorConfig:
-    method: str = "none"  # none | ngram | draft_model | mtp | eagle3 | ...
+    method: str = "none"  # none | ngram | draft_model | mtp | eagle3 | dspark | ...
     k: int = 0  # draft length (speculative tokens per step)
-    draft_model: str | None = None  # draft_model / eagle3: checkpoint of the drafter
+    draft_model: str | None = None  # draft_model / eagle3 / dspark: checkpoint of the drafter
+    # How drafts are sampled and verified, part of what an acceptance curve was measured with:
+    # greedy (vLLM's default draft_sample_method), probabilistic (draft_sample_method
+    # probabilistic) or probabilistic-block (that and rejection_sample_method block, the Kimi-K3
+    # DSpark golden curve of InferenceX golden_al_distribution/@843c6254).
+    sample_method: str = "greedy"
     ngram_min: int = 2
     ngram_max: int = 4
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)

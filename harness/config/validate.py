@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from harness.config.errors import ConfigError, did_you_mean
-from harness.config.kinds import ENGINE_KINDS, WORKLOAD_KINDS
+from harness.config.kinds import ENGINE_KINDS, SAMPLE_METHODS, SAMPLING_ENGINES, WORKLOAD_KINDS
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 from harness.config.validate_scenario import check_dataset, check_fixed
 
@@ -280,7 +280,7 @@ def check_concurrency(sc: SweepConfig, where: Locator) -> None:
 
 def check_combinations(sc: SweepConfig, where: Locator) -> None:
     """Rules that involve more than one file. Each names the key to change and how."""
-    sc_, eng, spec, model = sc.scenario, sc.engine, sc.speculator, sc.model
+    sc_, eng, model = sc.scenario, sc.engine, sc.model
 
     if sc_.kind not in WORKLOAD_KINDS:
         raise ConfigError(where("scenario.kind"), "scenario.kind", f"unknown kind {sc_.kind!r}",
@@ -301,19 +301,7 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
                           "use completions or chat")
-    if spec.method != "none" and eng.speculators and spec.method not in eng.speculators:
-        raise ConfigError(
-            where("speculator.method"), "speculator.method",
-            f"engine {eng.kind} cannot run speculator {spec.method!r}",
-            f"pick one of {eng.speculators} for this engine, or another engine",
-        )
-    if spec.method != "none" and spec.k < 1:
-        raise ConfigError(where("speculator.k"), "speculator.k",
-                          f"speculator {spec.method} needs a draft length k >= 1",
-                          "set speculator.k (e.g. speculator.k=3)")
-    if spec.acceptance.mode not in ("auto", "real", "injected"):
-        raise ConfigError(where("speculator.acceptance.mode"), "speculator.acceptance.mode",
-                          f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")
+    check_speculator(sc, where)
     topo = sc.topology
     for name in ("tp", "ep", "pp"):
         if getattr(topo, name) < 1:
@@ -333,3 +321,41 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("engine.url"), "engine.url",
                           "engine=endpoint needs the URL of a running server",
                           "add engine.url=http://host:port")
+
+
+def check_speculator(sc: SweepConfig, where: Locator) -> None:
+    """The speculator against its engine: a method it runs, a draft length, a sample method it
+    can render (or an injected point, which only borrows the curve), a known acceptance mode."""
+    sc_, eng, spec = sc.scenario, sc.engine, sc.speculator
+    if spec.method != "none" and eng.speculators and spec.method not in eng.speculators:
+        raise ConfigError(
+            where("speculator.method"), "speculator.method",
+            f"engine {eng.kind} cannot run speculator {spec.method!r}",
+            f"pick one of {eng.speculators} for this engine, or another engine",
+        )
+    if spec.method != "none" and spec.k < 1:
+        raise ConfigError(where("speculator.k"), "speculator.k",
+                          f"speculator {spec.method} needs a draft length k >= 1",
+                          "set speculator.k (e.g. speculator.k=3)")
+    if spec.sample_method not in SAMPLE_METHODS:
+        raise ConfigError(where("speculator.sample_method"), "speculator.sample_method",
+                          f"unknown sample method {spec.sample_method!r}",
+                          f"use one of {SAMPLE_METHODS}")
+    injected = spec.acceptance.mode == "injected" or (
+        spec.acceptance.mode == "auto" and sc_.kind == "agentic")
+    if (spec.method != "none" and spec.sample_method != "greedy" and not injected
+            and eng.kind not in SAMPLING_ENGINES):
+        # An injected point only borrows the curve: the forced acceptance replaces the
+        # verification, as InferenceX's ATOM Kimi-K3 script injects the probabilistic curve.
+        raise ConfigError(where("speculator.sample_method"), "speculator.sample_method",
+                          f"engine {eng.kind} drafts greedily; it has no knob for "
+                          f"{spec.sample_method} drafts, so real acceptance would not be "
+                          "what the setting says",
+                          "use engine=vllm, speculator.sample_method=greedy, or an injected "
+                          "point (speculator.acceptance.mode=injected)")
+    if spec.acceptance.mode not in ("auto", "real", "injected"):
+        raise ConfigError(where("speculator.acceptance.mode"), "speculator.acceptance.mode",
+                          f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")
+    if spec.acceptance.other_k not in ("refuse", "allow"):
+        raise ConfigError(where("speculator.acceptance.other_k"), "speculator.acceptance.other_k",
+                          f"unknown value {spec.acceptance.other_k!r}", "use refuse or allow")

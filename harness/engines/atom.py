@@ -14,8 +14,10 @@ class AtomAdapter(EngineAdapter):
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
         argv = self.templated_argv(port, max_concurrency) or self.own_argv(port)
-        if self.acceptance.mode == "injected" and not has_flag(
-                argv, "--spec-decode-acceptance-length"):
+        # the rate spelling is the same knob, mutually exclusive with the length
+        # (agentic/glm5.2_fp4_mi355x_atom_mtp.sh@843c6254 passes the rate)
+        if self.acceptance.mode == "injected" and not any(has_flag(argv, f) for f in (
+                "--spec-decode-acceptance-length", "--spec-decode-acceptance-rate")):
             argv += ["--spec-decode-acceptance-length", f"{self.acceptance.length:g}"]
         return self.containerize(LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port))
 
@@ -31,5 +33,7 @@ class AtomAdapter(EngineAdapter):
             argv += ["--enable-prefix-caching"]
         if spec.method != "none":
             argv += ["--method", spec.method, "--num-speculative-tokens", str(spec.k)]
+            if spec.draft_model:  # eagle3's drafter, or DSpark's when separate (Kimi-K3)
+                argv += ["--draft-model", spec.draft_model]
         argv += ["--max-model-len", str(self.context_per_request())]
         return argv + list(self.sc.engine.extra_args)

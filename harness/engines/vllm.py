@@ -11,7 +11,11 @@ from harness.engines.base import EngineAdapter, LaunchPlan
 from harness.engines.cpu_split import engine_cores
 
 VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model": "draft_model",
-                "eagle": "eagle"}
+                "eagle": "eagle", "dspark": "dspark"}
+# Methods whose speculative-config "model" is the drafter's checkpoint (DSpark's only when it is
+# separate: DeepSeek-V4-Pro-DSpark carries it inside the target, InferenceX
+# speedbench/dsv4dspark_fp4_b300_vllm.sh@843c6254).
+DRAFTER_METHODS = ("eagle3", "eagle", "draft_model", "dspark")
 
 
 class VllmAdapter(EngineAdapter):
@@ -33,9 +37,15 @@ class VllmAdapter(EngineAdapter):
             return None
         cfg: dict[str, Any] = {"method": VLLM_METHODS.get(spec.method, spec.method),
                                "num_speculative_tokens": spec.k}
-        if spec.method in ("eagle3", "eagle", "draft_model") and spec.draft_model:
+        if spec.method in DRAFTER_METHODS and spec.draft_model:
             # "self": the model drafts for itself (forced acceptance then controls the AL)
             cfg["model"] = self.checkpoint if spec.draft_model == "self" else spec.draft_model
+        if spec.sample_method != "greedy":
+            # vLLM's draft_sample_method (greedy by default); probabilistic-block adds the block
+            # rejection sampler, as agentic/kimik3_fp4_b300_vllm_mtp.sh@843c6254 writes it
+            cfg["draft_sample_method"] = "probabilistic"
+            if spec.sample_method == "probabilistic-block":
+                cfg["rejection_sample_method"] = "block"
         if spec.method == "ngram":
             cfg["prompt_lookup_max"] = spec.ngram_max
             cfg["prompt_lookup_min"] = spec.ngram_min

@@ -17,7 +17,12 @@ from typing import Any
 
 from harness.publish import spec_report
 from harness.publish.curves import series_key, series_label, with_costs
-from harness.publish.dashboards.point_page import SUMMARY_KEYS, page_href, write_point_pages
+from harness.publish.dashboards.point_page import (
+    NO_TELEMETRY,
+    SUMMARY_KEYS,
+    page_href,
+    write_point_pages,
+)
 from harness.publish.spec_cost import cost_rows
 from harness.publish.speedup import base_key, base_label, group_series, spec_config
 from harness.record.metrics import PRICE_TIERS, metric
@@ -54,42 +59,77 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 _NUMERIC = {a["key"] for a in X_AXES + Y_AXES}
 
 
+NOT_MEASURED = "n/a"
+
+
 def _fmt(v: Any) -> str:
+    """A figure for people: absent is "n/a", never "None" (issue 20)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return NOT_MEASURED
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
+
+
+def shape_line(p: dict[str, Any]) -> str:
+    """The scenario's shape: fixed ISL/OSL, or for agentic points the distribution the trace
+    gave (p50/p90 of prompt and output tokens per request), which has no single ISL/OSL."""
+    head = f"concurrency {p.get('conc')} · {p.get('scenario')}"
+    if p.get("scenario_kind") != "agentic":
+        return f"{head} (ISL {p.get('isl')}, OSL {p.get('osl')})"
+    if p.get("median_input_tokens") is None:
+        return f"{head} (ISL/OSL from the trace; not recorded on this point)"
+    return (f"{head} (ISL p50 {_fmt(p.get('median_input_tokens'))} / p90 "
+            f"{_fmt(p.get('p90_input_tokens'))}, OSL p50 {_fmt(p.get('median_output_tokens'))}"
+            f" / p90 {_fmt(p.get('p90_output_tokens'))} tokens)")
+
+
+def power_line(p: dict[str, Any]) -> str | None:
+    """Measured energy when valid; why not when telemetry was read but failed; nothing when
+    the host has none (the page says so once: `NO_TELEMETRY`)."""
+    if p.get("measured_j_per_tok") is not None:
+        return (f"measured {_fmt(p.get('measured_j_per_tok'))} J/token, "
+                f"{_fmt(p.get('measured_avg_power_w'))} W avg per GPU")
+    if p.get("power_source") in (None, "none"):
+        return None
+    why = ", ".join(p.get("power_reasons") or []) or "invalid"
+    return f"power from {p.get('power_source')} not valid: {why}"
+
+
+def has_telemetry(p: dict[str, Any]) -> bool:
+    return p.get("measured_j_per_tok") is not None or p.get("power_source") not in (None, "none")
 
 
 def hover_lines(p: dict[str, Any]) -> list[str]:
     """Everything that identifies a point, one line each (escaped by the page)."""
     lines = [
         series_label(series_key(p)),
-        f"concurrency {p.get('conc')} · {p.get('scenario')} (ISL {p.get('isl')}, "
-        f"OSL {p.get('osl')})",
-        f"TP {p.get('tp')} · EP {p.get('ep')} · DP-attention {p.get('dp_attention')} · "
-        f"PP {p.get('pp')} · {p.get('gpus')} GPU(s)",
+        shape_line(p),
+        f"TP {_fmt(p.get('tp'))} · EP {_fmt(p.get('ep'))} · DP-attention "
+        f"{_fmt(p.get('dp_attention'))} · PP {_fmt(p.get('pp'))} · {_fmt(p.get('gpus'))} GPU(s)",
     ]
     spec = p.get("spec_method") or "none"
     if spec != "none":
+        realised = p.get("spec_realised_al")
         al = (f"AL requested {_fmt(p.get('spec_acceptance_length'))} "
-              f"({p.get('spec_acceptance_source') or p.get('spec_acceptance_mode')}), "
-              f"realised {_fmt(p.get('spec_realised_al'))}")
-        lines.append(f"speculator {spec} k={p.get('spec_k')} · {al}")
+              f"({_fmt(p.get('spec_acceptance_source') or p.get('spec_acceptance_mode'))}), "
+              + (f"realised {_fmt(realised)}" if realised is not None
+                 else "realised not observed"))
+        lines.append(f"speculator {spec} k={_fmt(p.get('spec_k'))} · {al}")
     if p.get("scenario_kind") == "agentic":
         lines.append(
-            f"{p.get('conc')} session trees · fit {p.get('fit')} · QPS {_fmt(p.get('qps'))} · "
-            f"prefix hits theoretical {_fmt(p.get('theoretical_hit_rate'))}, "
+            f"{p.get('conc')} session trees · fit {_fmt(p.get('fit'))} · QPS {_fmt(p.get('qps'))} "
+            f"req/s · prefix hits theoretical {_fmt(p.get('theoretical_hit_rate'))}, "
             f"server {_fmt(p.get('server_hit_rate'))}")
-    if p.get("measured_j_per_tok") is not None or p.get("power_valid") is not None:
-        # measured from telemetry, beside (never replacing) the table-based J/token
-        lines.append(f"measured {_fmt(p.get('measured_j_per_tok'))} J/token, "
-                     f"{_fmt(p.get('measured_avg_power_w'))} W avg · power valid "
-                     f"{p.get('power_valid')}")
+    power = power_line(p)
+    if power:  # measured from telemetry, beside (never replacing) the table-based J/token
+        lines.append(power)
     lines += [
-        f"engine {p.get('engine_version') or p.get('engine_image') or p.get('engine')}",
+        f"engine {_fmt(p.get('engine_version') or p.get('engine_image') or p.get('engine'))}",
         f"interactivity p50 {_fmt(p.get('median_intvty'))} tok/s/user · "
         f"{_fmt(p.get('tput_per_gpu'))} tok/s/GPU",
-        f"run {p.get('run_id')} · {p.get('date')}" + ("" if p.get("valid") else " · INVALID"),
+        f"run {p.get('run_id')}" + (f" · {p['date']}" if p.get("date") else "")
+        + ("" if p.get("valid") else " · INVALID"),
     ]
     return lines
 
@@ -119,13 +159,14 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
         # published rows are their own series, never merged into ours
         p["series"] = series_label(series_key(p)) + (" · published" if p["published"] else "")
         p["hover"] = hover_lines(p)
+        p["has_telemetry"] = has_telemetry(p)
         if p["published"] and p.get("source"):
             p["hover"].append(f"published: {p['source']}")
         keep = {k: _clean(p.get(k)) for k in (*_NUMERIC, *SUMMARY_KEYS)}
         for k in ("point_id", "run_id", "model", "precision", "chip", "engine", "spec_method",
                   "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover",
                   "published", "source", "engine_version", "harness_revision",
-                  "invalid_reasons", "power_valid", "_root"):
+                  "invalid_reasons", "power_valid", "has_telemetry", "_root"):
             keep[k] = _clean(p.get(k))
         keep["page"] = page_href(out, p) if out is not None else None
         keep["spec_why"] = why.get((base_label(base_key(p)), spec_config(p).label(),
@@ -177,6 +218,11 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
     }
     js = "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
                    for f in ("interp.js", "compare.js", "speculation.js", "dashboard.js"))
+    ours = [p for p in pts if not p.get("published")]
+    bare = sum(1 for p in ours if not p.get("has_telemetry"))
+    telemetry_note = ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
+                      + ("" if bare == len(ours) else f" for {bare} of {len(ours)} points")
+                      + ": no measured energy (costs and J/token from the chip's table)</p>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
@@ -200,6 +246,7 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 <div id="compare-controls"></div>
 <div id="filters"></div>
 <div id="count"></div>
+{telemetry_note}
 <div id="view-frontier"><div id="chart"></div>
 <p>Markers open the point's page; <b>x</b> marks an invalid point (never on a frontier);
 diamonds and dashed curves are published InferenceX rows. Sources:</p><ul id="sources"></ul>

@@ -34,10 +34,10 @@ function header() {
     ul.appendChild(li);
   }
   const t = document.getElementById("summary");
-  for (const [k, v] of Object.entries(P.summary)) {
+  for (const [k, v] of P.summary) {  // [label (unit), value], from the metric catalogue
     const tr = el("tr");
     tr.appendChild(el("th", {}, k));
-    tr.appendChild(el("td", {}, fmt(v)));
+    tr.appendChild(el("td", {}, v));
     t.appendChild(tr);
   }
   if (D.has_requests) {
@@ -104,15 +104,25 @@ function overTime() {
 }
 
 function series() {
+  // One chart per quantity family, each with its unit; counters drawn as rates
+  // (harness/publish/dashboards/series_view.py).
   const note = document.getElementById("series-note");
-  note.textContent = D.series.length
-    ? `${D.series.length} traces from ${D.series_source}`
+  const n = D.series.reduce((a, f) => a + f.traces.length, 0);
+  note.textContent = n
+    ? `${n} traces from ${D.series_source}, in ${D.series.length} charts (counters as rates per second)`
     : "no time series sampled for this point";
-  const traces = D.series.map(s => ({type: "scatter", mode: "lines", x: s.t, y: s.v,
-    name: [s.source, s.device, s.name].filter(Boolean).join(" · "), line: {shape: "hv"}}));
-  Plotly.newPlot("series", traces, {xaxis: {title: {text: "s since measured start"}},
-    shapes: [warmupShape(t0Min())], legend: {orientation: "h", y: -0.25},
-    margin: {t: 20, r: 20, b: 60, l: 60}}, CONFIG);
+  const box = document.getElementById("series");
+  for (const f of D.series) {
+    const div = el("div", {class: "chart", id: "series-" + f.key});
+    box.appendChild(div);
+    const traces = f.traces.map(s => ({type: "scatter", mode: "lines", x: s.t, y: s.v,
+      name: s.name, line: {shape: "hv"}}));
+    Plotly.newPlot(div, traces, {title: {text: f.title},
+      xaxis: {title: {text: "s since measured start (shaded: warmup)"}},
+      yaxis: {title: {text: f.unit}},
+      shapes: [warmupShape(t0Min())], legend: {orientation: "h", y: -0.3},
+      margin: {t: 40, r: 20, b: 60, l: 60}}, CONFIG);
+  }
 }
 
 function timeline() {
@@ -155,8 +165,8 @@ function speculation() {
   document.getElementById("spec-why").textContent = "Why: " + (P.point.spec_why || "no step cost (no plain point at this load, or no counters)");
   const note = document.getElementById("spec-note");
   const R = D.spec_requests;
-  const agg = P.summary.spec_realised_al;
-  const aggText = agg === undefined ? "no aggregate AL recorded" : `aggregate AL ${fmt(agg)} over the point (engine counters: ${fmt(P.summary.spec_accepted_tokens)} accepted of ${fmt(P.summary.spec_draft_tokens)} drafted tokens in ${fmt(P.summary.spec_drafts)} drafts)`;
+  const agg = P.point.spec_realised_al;
+  const aggText = agg === undefined || agg === null ? "no aggregate AL recorded" : `aggregate AL ${fmt(agg)} over the point (engine counters: ${fmt(P.point.spec_accepted_tokens)} accepted of ${fmt(P.point.spec_draft_tokens)} drafted tokens in ${fmt(P.point.spec_drafts)} drafts)`;
   if (!R) {
     note.textContent = `Per-request acceptance: not reported by this engine's replies; ${aggText}. Accepted drafts per step: not reported (per-step counts need the engine's per-step log).`;
     return;

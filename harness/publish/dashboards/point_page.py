@@ -25,7 +25,10 @@ import numpy as np
 import orjson
 
 from harness.publish.dashboards.point_data import point_payload
+from harness.record.catalogue import metric
 from harness.record.results import atomic_write, safe_name
+
+NO_TELEMETRY = "no power telemetry on this host"  # harness.publish.dashboards.page says it too
 
 # Numbers shown in the page's table, when the point has them (energy from telemetry too).
 SUMMARY_KEYS = ("conc", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
@@ -80,13 +83,48 @@ def _script_json(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+POWER_KEYS = {"measured_avg_power_w", "measured_j_per_tok", "measured_j_per_output_tok",
+              "measured_tok_s_per_mw", "power_valid"}
+
+
+def summary_rows(p: dict[str, Any]) -> list[list[str]]:
+    """[label (unit), value] for the page's table, from the metric catalogue: names and units
+    a reader knows, not keys. Power rows only where the host had telemetry (else one line)."""
+    rows = []
+    for k in SUMMARY_KEYS:
+        v = p.get(k)
+        if v is None or (k in POWER_KEYS and not p.get("has_telemetry")):
+            continue
+        try:
+            m = metric(k)
+        except KeyError:
+            rows.append([k, _shown(v)])
+            continue
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            v = v * m.scale
+        rows.append([f"{m.label} ({m.shown_unit})" if m.shown_unit else m.label, _shown(v)])
+    if not p.get("has_telemetry") and not p.get("published"):
+        rows.append(["power", NO_TELEMETRY])
+    return rows
+
+
+def _shown(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
 def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, Any]],
                  dashboard_href: str) -> str:
     payload = {"point": {k: p.get(k) for k in ("point_id", "run_id", "series", "scenario",
                                                 "scenario_kind", "valid", "published",
                                                 "source", "hover", "invalid_reasons",
-                                                "spec_method", "spec_why")},
-               "summary": {k: p.get(k) for k in SUMMARY_KEYS if p.get(k) is not None},
+                                                "spec_method", "spec_why", "spec_realised_al",
+                                                "spec_drafts", "spec_draft_tokens",
+                                                "spec_accepted_tokens")},
+               "summary": summary_rows(p),
                "data": data, "siblings": nav, "dashboard": dashboard_href}
     title = f"{p.get('series')} · {p.get('scenario')} · concurrency {p.get('conc')}"
     return f"""<!DOCTYPE html>
@@ -116,7 +154,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <div class="chart" id="over-time"></div>
 <h2>Time series</h2>
 <p id="series-note"></p>
-<div class="chart tall" id="series"></div>
+<div id="series"></div>
 <h2 id="timeline-title">Request timeline</h2>
 <div class="chart tall" id="timeline"></div>
 <script type="application/json" id="point-data">{_script_json(payload)}</script>
