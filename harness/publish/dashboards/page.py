@@ -196,6 +196,14 @@ def _script_json(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _telemetry_note(pts: Sequence[dict[str, Any]]) -> str:
+    ours = [p for p in pts if not p.get("published")]
+    bare = sum(1 for p in ours if not p.get("has_telemetry"))
+    return ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
+            + ("" if bare == len(ours) else f" for {bare} of {len(ours)} points")
+            + ": no measured energy (costs and J/token from the chip's table)</p>")
+
+
 def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
                 payload: list[dict[str, Any]] | None = None) -> str:
     """The page; `payload` is `payload_points(points, out)` when the caller has it already."""
@@ -218,11 +226,7 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
     }
     js = "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
                    for f in ("interp.js", "compare.js", "speculation.js", "dashboard.js"))
-    ours = [p for p in pts if not p.get("published")]
-    bare = sum(1 for p in ours if not p.get("has_telemetry"))
-    telemetry_note = ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
-                      + ("" if bare == len(ours) else f" for {bare} of {len(ours)} points")
-                      + ": no measured energy (costs and J/token from the chip's table)</p>")
+    telemetry_note = _telemetry_note(pts)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
