@@ -56,6 +56,8 @@ def priced(f: dict[str, float], plain_tpot: float | None) -> dict[str, float]:
     cost = f["step_time_s"] / plain_tpot if plain_tpot else math.nan
     steps, drafts = f["steps"], f["drafts"]
     verify = (steps * cost - (steps - drafts)) / drafts if drafts > 0 else math.nan
+    if verify <= 0:  # undrafted steps ran faster than the plain reference (other load, noise)
+        verify = math.nan
     return {**f, "cost_plain_steps": cost, "verify_cost_plain_steps": verify,
             "speedup": f["tokens_per_step"] / cost if cost > 0 else math.nan}
 
@@ -73,6 +75,11 @@ def explain(f: dict[str, float]) -> str:
             return (f"{f['tokens_per_step']:.2f} tokens per step; no plain point at this load "
                     "to price a step against")
         return "no speculative counters on this point (published row, or metrics off)"
+    if not math.isfinite(f["verify_cost_plain_steps"]):
+        return (f"{f['tokens_per_step']:.2f} tokens per step at {f['cost_plain_steps']:.2f} "
+                f"plain steps each = {f['speedup']:.2f}x; a drafting step's cost is not "
+                "estimable: this point's steps ran faster than the plain reference's (measured "
+                "under other load?)")
     word = regime(f["verify_cost_plain_steps"], f["verify_tokens_per_step"])
     return (f"{word}: verifying {f['drafts_per_step']:.1f} drafts costs "
             f"{f['verify_cost_plain_steps']:.1f} plain steps; drafts on "
