@@ -185,7 +185,10 @@ class StreamingClient(InflightAccount):
             # Redirects are not followed: a redirect would carry the API key to wherever it
             # points. The reply says where to point engine.url instead.
             async with self._session.post(
-                url, data=spec.body, headers=self._headers, trace_request_ctx=attempt,
+                url, data=spec.body,
+                headers=self._headers if spec.headers is None else {**spec.headers,
+                                                                   **self._headers},
+                trace_request_ctx=attempt,
                 allow_redirects=False,
             ) as resp:
                 if math.isnan(rec.send_ts):
@@ -241,6 +244,16 @@ class StreamingClient(InflightAccount):
             body = await _read_some(resp.content, _ERROR_BODY_BYTES)
             text = self.scrub(body.decode(errors="replace")).strip()
             return f"HTTP {resp.status}: {text[:500] or '(empty body)'}"
+        media = resp.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+        if media and media != "text/event-stream":
+            # a login page, a proxy's notice, one JSON body from a server that ignored
+            # "stream": none of them is a stream, and "ended without [DONE]" would hide why
+            body = await _read_some(resp.content, _ERROR_BODY_BYTES)
+            text = " ".join(self.scrub(body.decode(errors="replace")).split())
+            return (f"HTTP 200 with Content-Type {resp.headers['Content-Type']}, expected "
+                    f"text/event-stream (the SSE stream \"stream\": true asks for); body: "
+                    f"{text[:300] or '(empty)'} - check that engine.url is the server's "
+                    "OpenAI-compatible API and that it streams")
         encoding = resp.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             return (f"server sent Content-Encoding {encoding}; the client asked for identity "

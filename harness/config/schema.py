@@ -36,6 +36,9 @@ class ModelConfig:
     # how a chat turn becomes a prompt: template = the tokenizer's chat template; dsv4 =
     # DeepSeek-V4's own encoder (its tokenizer has no template; InferenceX's --dsv4)
     chat_encoder: str = "template"
+    # Eval floors by task (gsm8k, gpqa_diamond, swebench_lite): a score below invalidates the
+    # job's points. Unset tasks take InferenceX's defaults (utils/evals/thresholds.yaml).
+    eval_floors: dict[str, float] = field(default_factory=dict)
     description: str = ""
 
 
@@ -88,6 +91,12 @@ class EngineConfig:
     # measurement needs (its metrics, injected acceptance). Empty: the adapter's flags.
     argv_template: list[str] = field(default_factory=list)
     host: str = "127.0.0.1"  # address a launched server binds (0.0.0.0: clients elsewhere)
+    # The engine's own profiler around each point's measured window (/start_profile and
+    # /stop_profile; vLLM, SGLang and ATOM; docs/slo.md). Traces go to <run>/profiles/<point>.
+    profile: bool = False
+    # Empty the engine's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
+    # /flush_cache); engines without such an endpoint refuse it.
+    reset_cache_before_point: bool = False
     # TensorRT-LLM: the extra-options YAML as the upstream script writes it (merged over the
     # adapter's own options; with argv_template, used as it is plus the metrics keys)
     extra_options: dict[str, Any] = field(default_factory=dict)
@@ -126,6 +135,10 @@ class SpeculatorConfig:
     ngram_min: int = 2
     ngram_max: int = 4
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+    # A speculative point whose engine metrics show no speculation (an attached server no
+    # known engine's metrics describe) is invalid; true keeps it valid with the label marked
+    # unverified on the point and its page (the user vouches for the label).
+    unverified_ok: bool = False
 
 
 @dataclass
@@ -181,8 +194,15 @@ class ScenarioConfig:
     max_overflow_share: float = 0.01  # context overflows allowed
     max_failed_share: float = 0.10  # failed requests allowed
     # agentic replay scheduler (docs/replay.md): upstream's behaviour by default
-    idle_cap_s: float = 10.0  # nothing in flight anywhere this long: every timer moves forward
-    tree_cap_s: float = 300.0  # one session tree idle this long: its timers move forward
+    # inf or null: no cap
+    idle_cap_s: float | None = 10.0  # nothing in flight anywhere this long: every timer moves
+    tree_cap_s: float | None = 300.0  # one session tree idle this long: its timers move forward
+    # upstream's rules by default; the others name this harness's earlier ones (docs/settings.md)
+    start_seed: str = "trace_lane"  # trace_lane | trace: the seed of each lane's t*
+    recycle: str = "shared"  # shared | per_lane: which trace a lane plays after its tree
+    subagent_start: str = "branch_start"  # branch_start | spawn_end: a sub-agent's first send
+    request_style: str = "aiperf"  # aiperf | harness: agentic request fields and headers
+    session_affinity: str = "stream"  # stream | tree: the X-Session-Affinity key
     warmup_requests_per_lane: int = 10  # one-token requests advancing each lane after primers
     start_min_ratio: float = 0.25  # each lane's start point t*: uniform in this share of
     start_max_ratio: float = 0.75  # its tree's recorded time span
@@ -197,6 +217,16 @@ class ScenarioConfig:
     cache_bust: str = "first_turn_prefix"
     # timestamped replay: the recorded arrival times divided by this (x the point's load level)
     speedup: float = 1.0
+    # fixed-sequence arrivals (docs/slo.md): closed (InferenceX's loop of C in flight, the
+    # default) | poisson | gamma | constant: open loop at each rate of `request_rate` (req/s),
+    # gaps as vLLM's `--request-rate` / `--burstiness` draw them
+    arrival: str = "closed"
+    request_rate: list[float] = field(default_factory=list)  # open loop: one point per rate
+    burstiness: float = 1.0  # gamma's shape: 1 = Poisson, < 1 burstier, > 1 more even (vLLM)
+    # open loop: at most this many requests in flight (vLLM's --max-concurrency); 0 = no cap
+    max_inflight: int = 0
+    # open loop: measured requests per point; 0 = requests_per_conc x ceil(rate), warmup alike
+    num_requests: int = 0
     description: str = ""
 
 
@@ -265,6 +295,64 @@ class TelemetryConfig:
 
 
 @dataclass
+class SloConfig:
+    """Per-request service-level objectives (vLLM's --goodput): a request is good when it meets
+    every one that is set. None: not an objective."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+
+@dataclass
+class SearchConfig:
+    """How the load levels are chosen (docs/slo.md): grid = every listed level; slo = the
+    highest load whose points meet `criteria`, found by doubling then bisecting."""
+
+    mode: str = "grid"  # grid | slo
+    # statistic -> bound: p99_ttft_ms, p90_tpot_ms, median_e2el_ms (at most), goodput_share,
+    # p50_intvty (at least). Every one must hold for a load to pass.
+    criteria: dict[str, float] = field(default_factory=dict)
+    lo: float = 1  # the search range of concurrency (or rate, open loop)
+    hi: float = 64
+    resolution: float = 1  # stop bisecting when failing - passing load <= this
+    confirm: int = 1  # extra repeats of the highest passing and lowest failing load
+
+
+@dataclass
+class EvalConfig:
+    """Accuracy evals run after a job's points against the same server (harness.evals;
+    docs/evals.md). InferenceX's settings (benchmarks/benchmark_lib.sh run_lm_eval) where
+    a value is null."""
+
+    tasks: list[str] = field(default_factory=list)  # gsm8k | gpqa_diamond | swebench_lite
+    data_dir: str | None = None  # local copy (relative to the repo); null: the Hub
+    limit: int | None = None  # the first N documents (EVAL_LIMIT); null: the whole split
+    num_fewshot: int | None = None  # null: the task's (GSM8K 5, GPQA 0)
+    concurrency: int | None = None  # null: the job's highest concurrency (upstream: CONC)
+    max_length: int = 16384  # EVAL_MAX_MODEL_LEN's default, capped at the model's context
+    max_gen_toks: int | None = None  # null: max_length - 4096, or half of it (upstream)
+    timeout_s: float = 1800.0  # per request (upstream's timeout=1800)
+    system_instruction: str | None = None  # none upstream
+
+
+@dataclass
+class LosslessConfig:
+    """The lossless-speculation check on every speculative job (harness.evals.lossless):
+    the same prompts with and without the speculator on the same engine build."""
+
+    # auto: every speculative job at real acceptance on an engine it launches | on: injected
+    # jobs too (a launch with real verification) | off
+    mode: str = "auto"
+    prompts: int = 8  # GSM8K questions from the shipped slice, chat template
+    max_tokens: int = 48  # tokens generated per prompt
+    temperatures: list[float] = field(default_factory=lambda: [0.0])
+    samples: int = 24  # continuations per prompt and side above temperature 0
+    positions: int = 8  # above 0: a two-sample test per position over the first N tokens
+    alpha: float = 0.01  # above 0: family-wise significance (Bonferroni over the tests)
+
+
+@dataclass
 class SweepConfig:
     model: ModelConfig = MISSING
     chip: ChipConfig = MISSING
@@ -274,6 +362,10 @@ class SweepConfig:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    slo: SloConfig = field(default_factory=SloConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    lossless: LosslessConfig = field(default_factory=LosslessConfig)
     precision: str | None = None  # None: the model's default precision
     thinking: bool | None = None  # reasoning mode; None: the model's default
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
@@ -304,6 +396,7 @@ GROUP_OF_NODE = {
     "engine": "engine",
     "speculator": "speculator",
     "scenario": "scenarios",
+    "eval": "eval",
 }
 SCHEMA_OF_NODE: dict[str, type] = {
     "model": ModelConfig,
@@ -314,4 +407,8 @@ SCHEMA_OF_NODE: dict[str, type] = {
     "topology": TopologyConfig,
     "client": ClientConfig,
     "telemetry": TelemetryConfig,
+    "slo": SloConfig,
+    "search": SearchConfig,
+    "eval": EvalConfig,
+    "lossless": LosslessConfig,
 }

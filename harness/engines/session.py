@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines import cpu_split, prometheus
+from harness.engines import cpu_split, profiler, prometheus
 from harness.engines.base import EngineAdapter
 from harness.engines.process import (
     EngineStartError,
@@ -40,6 +40,15 @@ class EngineSession:
         self._client_mask: set[int] | None = None  # this process's cores before pinning
 
     @property
+    def trace_dir(self) -> Path:
+        """Where a launched engine writes its profiler traces (engine.profile)."""
+        return self.run_root / "profiles" / self.launch_id
+
+    def headers(self) -> dict[str, str]:
+        """What every call to the server carries (the API key, when one is set)."""
+        return self._headers()
+
+    @property
     def log_path(self) -> Path:
         return self.run_root / "servers" / f"{self.launch_id}.log"
 
@@ -52,6 +61,7 @@ class EngineSession:
             return
         port = free_port()
         plan = a.launch_plan(port, self.max_concurrency)
+        plan.env.update(profiler.launch_env(a.sc, self.trace_dir))
         workdir = self.run_root / "launch" / self.launch_id
         self.proc = ServerProcess(plan, workdir, self.log_path)
         self.launches += 1
@@ -71,6 +81,7 @@ class EngineSession:
     def _identify(self) -> None:
         self.server_info = self._server_info()
         self.version = self.adapter.version(self.server_info)
+        check_version(self.adapter.sc.engine.version, self.version)
 
     def _key(self) -> str:
         env = self.adapter.sc.engine.api_key_env
@@ -179,3 +190,16 @@ def _body(e: Any) -> str:
         return e.read(2000).decode(errors="replace").strip()
     except OSError:
         return ""
+
+
+def check_version(expected: str | None, running: str) -> None:
+    """engine.version is a claim about the server: the version it reports must contain it
+    (a leading v ignored), else the launch fails before any point is labelled with it."""
+    if not expected:
+        return
+    want = str(expected).strip().lstrip("vV")
+    if want and want in running:
+        return
+    raise EngineStartError(
+        f"engine.version is {expected!r} but the server reports {running!r}; set "
+        "engine.version to the version that runs (or null to record whatever runs)")
