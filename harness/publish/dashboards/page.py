@@ -24,9 +24,9 @@ from harness.publish.dashboards.point_page import (
     page_href,
     write_point_pages,
 )
+from harness.publish.links import web_link
 from harness.publish.spec_cost import cost_rows
 from harness.publish.speedup import base_key, base_label, group_series, spec_config
-from harness.publish.links import web_link
 from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_record import load_flat
 from harness.record.results import atomic_write
