@@ -223,6 +223,11 @@ def _script_json(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _page_js() -> str:
+    return "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
+                     for f in ("interp.js", "compare.js", "speculation.js", "dashboard.js"))
+
+
 def _telemetry_note(pts: Sequence[dict[str, Any]]) -> str:
     ours = [p for p in pts if not p.get("published")]
     bare = sum(1 for p in ours if not p.get("has_telemetry"))
@@ -252,9 +257,7 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
         "speculation": _json_safe(spec_report.build(points)),
         "capacity": capacity or [],
     }
-    js = "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
-                   for f in ("interp.js", "compare.js", "speculation.js", "dashboard.js"))
-    telemetry_note = _telemetry_note(pts)
+    js, telemetry_note = _page_js(), _telemetry_note(pts)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
