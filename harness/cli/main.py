@@ -24,6 +24,7 @@ commands:
   calibrate   measure acceptance lengths on real agentic-coding text
   ingest-inferencex  InferenceX published rows -> a run directory
   table       throughput at interactivity targets along each frontier (CSV, Markdown)
+  speculation speedup of speculative series over plain: crossover load, best k, break-even AL
   gate        compare a candidate run with a baseline (exit 0 pass, 1 regression, 2 invalid)
   baseline    save a run's points as a committed baseline
   metrics     every metric key: label, unit, which direction is better, definition
@@ -238,6 +239,12 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _speculation(argv: list[str]) -> int:
+    from harness.cli.speculation import main as speculation_main
+
+    return speculation_main(argv)
+
+
 def _catalog(argv: list[str]) -> int:
     from harness.cli.catalog import catalog_command  # reads an InferenceX checkout
 
@@ -277,7 +284,8 @@ def _check(argv: list[str]) -> int:
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
             "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
-            "export": _export, "eval": _eval, "check": _check, "catalog": _catalog}
+            "export": _export, "eval": _eval, "check": _check, "catalog": _catalog,
+            "speculation": _speculation}
 
 
 ALL_FAILED = 5  # `harness sweep`: the run ended, but every one of its points failed

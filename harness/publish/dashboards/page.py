@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from harness.publish import spec_report
 from harness.publish.curves import series_key, series_label, with_costs
 from harness.publish.dashboards.capacity import capacity_figures, read_searches
 from harness.publish.dashboards.point_page import (
@@ -24,6 +25,8 @@ from harness.publish.dashboards.point_page import (
     write_point_pages,
 )
 from harness.publish.links import web_link
+from harness.publish.spec_cost import cost_rows
+from harness.publish.speedup import base_key, base_label, group_series, spec_config
 from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_record import load_flat
 from harness.record.results import atomic_write
@@ -171,6 +174,8 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
                    ) -> list[dict[str, Any]]:
     """What the page's script needs of each point; `page` links its point page when the
     dashboard is written to `out`."""
+    points = list(points)
+    why = spec_why_index(points)
     res = []
     for p in with_costs(points):
         p = dict(p)
@@ -191,14 +196,44 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
                   "arrival"):
             keep[k] = _clean(p.get(k))
         keep["page"] = page_href(out, p) if out is not None else None
+        keep["spec_why"] = why.get((base_label(base_key(p)), spec_config(p).label(),
+                                    p.get("conc")))
         res.append(keep)
     return res
+
+
+def spec_why_index(points: Sequence[dict[str, Any]]) -> dict[tuple, str]:
+    """(base, speculator, load) -> the step-cost sentence of harness.publish.spec_cost."""
+    rows = cost_rows(group_series(points))
+    return {(r["base"], r["speculator"], r["conc"]): r["why"] for r in rows}
+
+
+def _json_safe(obj: Any) -> Any:
+    """NaN and infinities as null, all the way down (the page's JSON has no NaN)."""
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return _clean(obj)
 
 
 def _script_json(obj: Any) -> str:
     """JSON safe inside <script>: no '</' or '<!--' can end the element early."""
     text = json.dumps(obj, allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _page_js() -> str:
+    return "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
+                     for f in ("interp.js", "compare.js", "speculation.js", "dashboard.js"))
+
+
+def _telemetry_note(pts: Sequence[dict[str, Any]]) -> str:
+    ours = [p for p in pts if not p.get("published")]
+    bare = sum(1 for p in ours if not p.get("has_telemetry"))
+    return ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
+            + ("" if bare == len(ours) else f" for {bare} of {len(ours)} points")
+            + ": no measured energy (costs and J/token from the chip's table)</p>")
 
 
 def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
@@ -218,15 +253,11 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
         "palette": PALETTE,
         "price_tiers": list(PRICE_TIERS),
         "default_targets": {"fixed": [20, 40, 60], "agentic": [1, 2, 5]},
+        # where speculation pays (harness/publish/speedup.py), computed from every point
+        "speculation": _json_safe(spec_report.build(points)),
         "capacity": capacity or [],
     }
-    js = "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
-                   for f in ("interp.js", "compare.js", "dashboard.js"))
-    ours = [p for p in pts if not p.get("published")]
-    bare = sum(1 for p in ours if not p.get("has_telemetry"))
-    telemetry_note = ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
-                      + ("" if bare == len(ours) else f" for {bare} of {len(ours)} points")
-                      + ": no measured energy (costs and J/token from the chip's table)</p>")
+    js, telemetry_note = _page_js(), _telemetry_note(pts)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
@@ -240,6 +271,9 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 #compare-bars, #trend {{ width: 100%; height: 680px; }}
 #compare-table td, #compare-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
 #compare-table {{ border-collapse: collapse; margin-bottom: 8px; }}
+#spec-chart {{ width: 100%; height: 520px; }}
+.spec-table {{ border-collapse: collapse; margin-bottom: 8px; }}
+.spec-table td, .spec-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
 </style></head>
 <body>
 <h1>{html.escape(title)}</h1>
@@ -254,6 +288,7 @@ diamonds and dashed curves are published InferenceX rows. Sources:</p><ul id="so
 </div>
 <div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
 <div id="view-trend" hidden><div id="trend-count"></div><div id="trend"></div></div>
+<div id="view-speculation" hidden><div id="spec-chart"></div><div id="spec-tables"></div></div>
 <div id="capacity"></div>
 <script type="application/json" id="harness-data">{_script_json(data)}</script>
 <script>{get_plotlyjs()}</script>

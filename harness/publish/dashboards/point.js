@@ -164,6 +164,36 @@ function timeline() {
     height: Math.max(300, 40 * tl.rows.length + 120)}, CONFIG);
 }
 
+// Speculative acceptance: per request where the reply carried draft counts, else the
+// point's aggregate from the engine's counters, labelled as such; and why (step cost).
+function speculation() {
+  const title = document.getElementById("spec-title");
+  if (!P.point.spec_method || P.point.spec_method === "none") {
+    title.hidden = true;
+    return;
+  }
+  document.getElementById("spec-why").textContent = "Why: " + (P.point.spec_why || "no step cost (no plain point at this load, or no counters)");
+  const note = document.getElementById("spec-note");
+  const R = D.spec_requests;
+  const agg = P.point.spec_realised_al;
+  const aggText = agg === undefined || agg === null ? "no aggregate AL recorded" : `aggregate AL ${fmt(agg)} over the point (engine counters: ${fmt(P.point.spec_accepted_tokens)} accepted of ${fmt(P.point.spec_draft_tokens)} drafted tokens in ${fmt(P.point.spec_drafts)} drafts)`;
+  if (!R) {
+    note.textContent = `Per-request acceptance: not reported by this engine's replies; ${aggText}. Accepted drafts per step: not reported (per-step counts need the engine's per-step log).`;
+    return;
+  }
+  note.textContent = `Per request, from the server's replies (llama.cpp timings.draft_n / draft_n_accepted), ${R.n} requests; ${aggText}. Accepted drafts per step: not reported (llama.cpp gives per-request totals only).`;
+  const box = document.getElementById("spec-dists");
+  for (const [k, label] of [["tokens_per_step", "tokens per decode step (per-request AL)"], ["accept_rate", "accepted / drafted tokens"]]) {
+    const d = R[k];
+    const div = el("div", {class: "chart", id: "spec-dist-" + k});
+    box.appendChild(div);
+    Plotly.newPlot(div, [{type: "bar", x: d.hist_x, y: d.hist_y, width: d.hist_width, marker: {color: "#2ca02c"}}],
+      {title: {text: `${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}` : "")},
+       xaxis: {title: {text: label}}, yaxis: {title: {text: "requests"}}, showlegend: false,
+       margin: {t: 40, r: 20, b: 40, l: 50}}, CONFIG);
+  }
+}
+
 function sloChart() {
   // each measured request's TTFT against its TPOT, coloured by whether it met every SLO;
   // the bounds as lines (docs/slo.md)
@@ -193,6 +223,10 @@ function sloChart() {
 }
 
 header();
+if (D.has_requests) speculation();
+else if (P.point.spec_method && P.point.spec_method !== "none") {
+  document.getElementById("spec-note").textContent = "a published row: no per-request or counter data";
+}
 if (D.has_requests) {
   distributions();
   sloChart();

@@ -26,7 +26,7 @@ from harness.records import PHASE_MEASURED
 
 REQUEST_COLUMNS = ("request_id", "phase", "issue_ts", "send_ts", "first_token_ts",
                    "last_token_ts", "end_ts", "chunk_ts", "completion_tokens", "http_status",
-                   "error", "truncated", "tags")
+                   "error", "truncated", "tags", "spec_draft_tokens", "spec_accepted_tokens")
 HIST_BINS = 40
 CDF_POINTS = 400
 
@@ -119,6 +119,26 @@ def request_figures(r: dict[str, Any], t0: float) -> dict[str, Any]:
     }
 
 
+def spec_requests(r: dict[str, Any], keep: np.ndarray) -> dict[str, Any] | None:
+    """Per-request acceptance where the server's reply carried draft counts (llama.cpp's
+    `timings.draft_n` / `draft_n_accepted`): tokens per decode step (every step emits one
+    token of its own plus the drafts it accepted: completion / (completion - accepted)) and
+    the share of drafted tokens accepted. None when no kept request carried them."""
+    if "spec_draft_tokens" not in r:
+        return None
+    drafted = r["spec_draft_tokens"].astype(float)
+    accepted = r["spec_accepted_tokens"].astype(float)
+    out_tok = r["completion_tokens"].astype(float)
+    sel = keep & (drafted >= 0) & (out_tok > accepted) & (accepted >= 0)
+    if not sel.any():
+        return None
+    per_step = out_tok[sel] / (out_tok[sel] - accepted[sel])
+    rate = np.where(drafted[sel] > 0, accepted[sel] / np.maximum(drafted[sel], 1), np.nan)
+    return {"n": int(sel.sum()), "tokens_per_step": distribution(per_step),
+            "accept_rate": distribution(rate),
+            "drafted": float(drafted[sel].sum()), "accepted": float(accepted[sel].sum())}
+
+
 def timeline(r: dict[str, Any], t0: float) -> dict[str, Any]:
     """One bar per request, columnar: rows by lane and agent (tags), waiting (send to first
     token) and decoding (first token to end) apart, and the wait since the row's previous
@@ -208,6 +228,8 @@ def point_payload(point: dict[str, Any], root: Path) -> dict[str, Any]:
     measured = r["phase"] == PHASE_MEASURED
     t0 = _origin(window, r, measured)
     out.update(request_figures(r, t0))
+    ok = (r["http_status"] == 200) & (r["error"] == "") & ~r["truncated"].astype(bool)
+    out["spec_requests"] = spec_requests(r, measured & ok)
     out["window"] = [0.0, window[1] - t0] if window else None
     out["timeline"] = timeline(r, t0)
     out["series_source"], series = read_series(root, pid, t0, server)
