@@ -279,8 +279,11 @@ class H1Streams:
         now = time.perf_counter()
         conn.begin(acc, raw, reply, now)
         assert conn.transport is not None
-        conn.transport.write(b"%s%d\r\n\r\n%s" % (head, len(body), body))
+        data = b"%s%d\r\n\r\n%s" % (head, len(body), body)
+        # Stamped as the write starts, as aiohttp's on_request_chunk_sent is: uvloop writes to
+        # the socket at once, and a server on another core may read it before write() returns.
         on_sent(time.perf_counter())
+        conn.transport.write(data)
         stall_s = self._stall_s
 
         def watch() -> None:
