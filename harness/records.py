@@ -30,6 +30,9 @@ class RequestSpec:
     # Workload-specific identity (session, turn, lane...) copied onto the record unchanged.
     tags: dict[str, Any] = field(default_factory=dict)
     keep_raw: bool = False  # keep every (arrival time, bytes) read; for instrument checks only
+    # Request headers of this request alone (an agentic session's X-Correlation-ID...), sent
+    # over the client's own; None: the client's only.
+    headers: dict[str, str] | None = None
 
 
 @dataclass(slots=True, repr=False)

@@ -12,7 +12,7 @@ from harness.testing.spawn import spawn_server
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import Replayer, ReplayResult, ReplaySettings
-from harness.workloads.replay_plan import build_plan, next_turn, start_point
+from harness.workloads.replay_plan import build_plan, next_turn, start_point, start_seed
 from harness.workloads.traces import load_traces
 from harness.workloads.traces.fit import Fit, fit_traces
 from harness.workloads.traces.model import SubAgent, Trace, TraceRequest
@@ -32,10 +32,14 @@ def fast_server() -> Iterator[str]:
 _PROMPTS: dict[int, BlockPrompts] = {}  # built once per tokenizer (2 s each)
 
 
-def replay(url, tokenizer, traces, lanes, settings, seed=1) -> ReplayResult:
+def block_prompts(tokenizer) -> BlockPrompts:
     if id(tokenizer) not in _PROMPTS:
         _PROMPTS[id(tokenizer)] = BlockPrompts(tokenizer, 1)
-    prompts = _PROMPTS[id(tokenizer)]
+    return _PROMPTS[id(tokenizer)]
+
+
+def replay(url, tokenizer, traces, lanes, settings, seed=1) -> ReplayResult:
+    prompts = block_prompts(tokenizer)
 
     async def go():
         async with StreamingClient(ClientSettings(url)) as c:
@@ -67,8 +71,10 @@ def test_tiered_joins_and_background_subagents_on_trace_0277(fast_server, smollm
     """AIPerf's loader: a sub-agent gates the first later parent turn at or after its recorded
     end; none: background. trace_0277: agent_001 (ends 139 s) gates the turn at 228 s, agents
     002/003 (end 348 s, 403 s) the turn at 763 s; agent_004 (ends 1061 s) gates nothing."""
+    # spawn_end: agent_002 starts its recorded 165 s after turn 0 (cut by the caps), so it is
+    # still running when the turn at 228 s goes; at once (upstream), it could end before it
     df = frame(replay(fast_server, smollm2_tokenizer, scaled("trace_0277"), 1,
-                      from_turn_0()).records)
+                      from_turn_0(subagent_start="spawn_end")).records)
     s, root = _first_tree(df)
     end = {a: s[s["agent"] == a]["end_ts"].max() for a in ("agent_001", "agent_002",
                                                             "agent_003", "agent_004")}
@@ -135,7 +141,7 @@ def test_warmup_primes_then_advances_each_lane_by_exactly_n(scripted_server, smo
     assert df[df["phase"] == "measured"]["send_ts"].min() >= result.profiling_start
     for lane in range(3):  # primers: the turn before t* of every stream alive at t*
         plan = build_plan(traces[lane % 2])
-        sp = start_point(plan, 1, "lane2" if lane >= 2 else "", 0.25, 0.75)
+        sp = start_point(plan, start_seed(1, plan.trace.id, lane), 0.25, 0.75)
         assert result.start_points[lane] == sp.t
         mine = primers[primers["session"] == f"L{lane}S1"]
         want = {("", sp.root_next - 1)} if sp.root_next else set()

@@ -41,8 +41,9 @@ def test_system_idle_moves_every_pending_timer_by_the_same_amount(scripted_serve
 
 
 def _tree_with_child(tid: str) -> Trace:
-    # a sub-agent 20 s after the first turn, and a gated parent turn 40 s after it
-    sub = SubAgent(t=20.1, agent_id="c", kind="Explore", duration=0.2,
+    # a sub-agent spawned as the first turn ends, whose request comes 20 s later, and a gated
+    # parent turn 40 s after it
+    sub = SubAgent(t=0.2, agent_id="c", kind="Explore", duration=20.1,
                    items=[_req(20.1, [5, 6])])
     return Trace(tid, "test", 1, [_req(0.0, [1, 2]), sub, _req(40.0, [1, 2, 3])])
 

@@ -9,7 +9,7 @@ import pytest
 from harness.config.errors import ConfigError
 from harness.config.schema import ScenarioConfig
 from harness.workloads.agentic_lanes import replay_settings
-from harness.workloads.replay_plan import build_plan, start_point
+from harness.workloads.replay_plan import build_plan, start_point, start_seed
 from harness.workloads.traces import load_traces
 from harness.workloads.traces.chains import split_chains
 from harness.workloads.traces.model import SubAgent, Trace, TraceRequest
@@ -48,24 +48,27 @@ def test_branches_pacing_and_dropped_subagents():
     assert [(b.spawn, b.join) for b in nt.branches] == [(0, 1)]  # one branch of both
 
 
-def test_start_point_is_seeded_per_trace_and_leaves_a_turn():
+def test_start_point_draws_in_the_range_and_leaves_a_turn():
     tr = load_traces("scenarios/traces/weka-cc-traces/trace_0277.json")[0]
     plan = build_plan(tr)
     a, b = plan.span()
-    pts = [start_point(plan, s, "", 0.25, 0.75) for s in range(20)]
+    pts = [start_point(plan, start_seed(s, tr.id, 0), 0.25, 0.75) for s in range(20)]
     assert all(a + 0.25 * (b - a) <= p.t <= min(a + 0.75 * (b - a), plan.root.turns[-1].t)
                for p in pts)
-    assert start_point(plan, 3, "", 0.25, 0.75) == pts[3]  # same seed, same t*
-    assert start_point(plan, 3, "lane5", 0.25, 0.75) != pts[3]  # wrapped lanes differ
-    late = start_point(plan, 1, "", 1.0, 1.0)
+    assert start_point(plan, start_seed(3, tr.id, 0), 0.25, 0.75) == pts[3]  # same seed
+    late = start_point(plan, 1, 1.0, 1.0)
     assert late.t == plan.root.turns[-1].t and late.root_next == len(plan.root.turns) - 1
-    assert start_point(plan, 1, "", 0.0, 0.0).t == -math.inf  # from the first turn
+    assert start_point(plan, 1, 0.0, 0.0).t == -math.inf  # from the first turn
 
 
 @pytest.mark.parametrize(("key", "value"), [("join_rule", "latest"), ("pacing", "fast"),
                                             ("primer_start", "now"),
                                             ("measured_window", "all"),
-                                            ("cache_bust", "salted")])
+                                            ("cache_bust", "salted"),
+                                            ("start_seed", "lane"), ("recycle", "random"),
+                                            ("subagent_start", "now"),
+                                            ("request_style", "vllm"),
+                                            ("session_affinity", "lane")])
 def test_bad_scheduler_settings_name_their_key(key, value):
     scen = ScenarioConfig(name="a", kind="agentic", **{key: value})
     with pytest.raises(ConfigError, match=f"scenario.{key}"):

@@ -28,6 +28,7 @@ commands:
   baseline    save a run's points as a committed baseline
   metrics     every metric key: label, unit, which direction is better, definition
   export      a run in other tools' formats (`harness export inferencex RUN_DIR --out DIR`)
+  catalog     InferenceX's catalog from a checkout (`harness catalog import DIR`, show, diff)
 """
 
 
@@ -214,6 +215,12 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _catalog(argv: list[str]) -> int:
+    from harness.cli.catalog import catalog_command  # reads an InferenceX checkout
+
+    return catalog_command(argv)
+
+
 def _ingest(argv: list[str]) -> int:
     from harness.publish.ingest import IngestError, ingest
 
@@ -235,7 +242,7 @@ def _ingest(argv: list[str]) -> int:
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
             "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
-            "export": _export}
+            "export": _export, "catalog": _catalog}
 
 
 def _terminate(signum: int, _frame: object) -> None:

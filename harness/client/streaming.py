@@ -204,7 +204,10 @@ class StreamingClient(InflightAccount):
             # Redirects are not followed: a redirect would carry the API key to wherever it
             # points. The reply says where to point engine.url instead.
             async with self._session.post(
-                url, data=spec.body, headers=self._headers, trace_request_ctx=attempt,
+                url, data=spec.body,
+                headers=self._headers if spec.headers is None else {**spec.headers,
+                                                                   **self._headers},
+                trace_request_ctx=attempt,
                 allow_redirects=False,
             ) as resp:
                 if math.isnan(rec.send_ts):

@@ -181,8 +181,15 @@ class ScenarioConfig:
     max_overflow_share: float = 0.01  # context overflows allowed
     max_failed_share: float = 0.10  # failed requests allowed
     # agentic replay scheduler (docs/replay.md): upstream's behaviour by default
-    idle_cap_s: float = 10.0  # nothing in flight anywhere this long: every timer moves forward
-    tree_cap_s: float = 300.0  # one session tree idle this long: its timers move forward
+    # inf or null: no cap
+    idle_cap_s: float | None = 10.0  # nothing in flight anywhere this long: every timer moves
+    tree_cap_s: float | None = 300.0  # one session tree idle this long: its timers move forward
+    # upstream's rules by default; the others name this harness's earlier ones (docs/settings.md)
+    start_seed: str = "trace_lane"  # trace_lane | trace: the seed of each lane's t*
+    recycle: str = "shared"  # shared | per_lane: which trace a lane plays after its tree
+    subagent_start: str = "branch_start"  # branch_start | spawn_end: a sub-agent's first send
+    request_style: str = "aiperf"  # aiperf | harness: agentic request fields and headers
+    session_affinity: str = "stream"  # stream | tree: the X-Session-Affinity key
     warmup_requests_per_lane: int = 10  # one-token requests advancing each lane after primers
     start_min_ratio: float = 0.25  # each lane's start point t*: uniform in this share of
     start_max_ratio: float = 0.75  # its tree's recorded time span

@@ -210,8 +210,8 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
     "scenario.min_measured_s": (0, None, False, "e.g. scenario.min_measured_s=900"),
     "scenario.max_overflow_share": (0, 1, False, "a share in [0, 1], e.g. 0.01"),
     "scenario.max_failed_share": (0, 1, False, "a share in [0, 1], e.g. 0.10"),
-    "scenario.idle_cap_s": (0, None, False, "e.g. scenario.idle_cap_s=10"),
-    "scenario.tree_cap_s": (0, None, False, "e.g. scenario.tree_cap_s=300"),
+    "scenario.idle_cap_s": (0, None, False, "e.g. scenario.idle_cap_s=10, or inf for no cap"),
+    "scenario.tree_cap_s": (0, None, False, "e.g. scenario.tree_cap_s=300, or inf for no cap"),
     "scenario.warmup_requests_per_lane": (0, 10_000, False,
                                           "e.g. scenario.warmup_requests_per_lane=10"),
     "scenario.start_min_ratio": (0, 1, False, "a share in [0, 1], e.g. 0.25"),
@@ -229,7 +229,14 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
 }
 
 
-def _range_problem(v: float, lo: float | None, hi: float | None, lo_open: bool) -> str | None:
+# Caps where infinity (or null) means "no cap".
+_INFINITE_OK = frozenset({"scenario.idle_cap_s", "scenario.tree_cap_s"})
+
+
+def _range_problem(v: float, lo: float | None, hi: float | None, lo_open: bool,
+                   inf_ok: bool = False) -> str | None:
+    if inf_ok and v == math.inf:
+        return None
     if not math.isfinite(v):
         return f"{v} is not a finite number"
     if lo is not None and (v <= lo if lo_open else v < lo):
@@ -245,7 +252,7 @@ def check_ranges(sc: SweepConfig, where: Locator) -> None:
         v = _dotted(sc, key)
         if v is None:
             continue
-        problem = _range_problem(float(v), lo, hi, lo_open)
+        problem = _range_problem(float(v), lo, hi, lo_open, key in _INFINITE_OK)
         if problem:
             raise ConfigError(where(key), key, problem, fix)
     if sc.speculator.ngram_max < sc.speculator.ngram_min:

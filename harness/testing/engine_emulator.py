@@ -222,7 +222,8 @@ class Emulator:
             p = body.get("prompt", "")
             text = " ".join(map(str, p)) if isinstance(p, list) else str(p)
         req = Req(prompt_tokens=self.count(text), text=text,
-                  max_tokens=max(1, int(body.get("max_tokens") or 16)))
+                  max_tokens=max(1, int(body.get("max_completion_tokens")
+                                        or body.get("max_tokens") or 16)))
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
         if not body.get("stream"):
             await self.admit(req)

@@ -110,7 +110,8 @@ class ScriptedServer:
         chat = request.path.endswith("/chat/completions")
         script = self._script(body)
         rid = str(body.get("x_id", f"anon-{len(self.log)}"))
-        max_tokens = int(body.get("max_tokens", 16))
+        # chat's max_completion_tokens first, as vLLM reads it
+        max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens", 16))
         if "prompt_tokens" in script:
             prompt_tokens = int(script["prompt_tokens"])
         elif chat:

@@ -112,11 +112,15 @@ class AgenticBodies:
     def __init__(self, prompts: BlockPrompts, body_base: dict[str, Any], prompt_overhead: int,
                  api: str = "completions", cache_bust: str = "first_turn_prefix",
                  benchmark_id: str | None = None,
-                 history_bytes: int = DEFAULT_HISTORY_BYTES) -> None:
+                 history_bytes: int = DEFAULT_HISTORY_BYTES,
+                 max_tokens_field: str = "max_tokens") -> None:
         if cache_bust not in CACHE_BUST_MODES:
             raise ValueError(f"cache_bust {cache_bust!r}: use one of {CACHE_BUST_MODES}")
         self.prompts, self.api, self.cache_bust = prompts, api, cache_bust
         self.overhead = prompt_overhead
+        # chat's output cap: max_completion_tokens as AIPerf's chat endpoint sends it
+        # (aiperf 0.13.0 endpoints/openai_chat.py), or max_tokens (request_style=harness)
+        self._cap_field = max_tokens_field.encode()
         self.benchmark_id = benchmark_id
         self.table = TokenTable(prompts.tokenizer, prompts.vocab)
         # Streams' histories as word indices (2 bytes a token), the least recently sent
@@ -231,7 +235,7 @@ class AgenticBodies:
                                r.in_tokens - covered * bs)
         out = r.out_tokens if max_tokens is None else max_tokens
         if self.template is not None:
-            chunks = chat_chunks(self._head, segs, blocks_of, marker, tail, out)
+            chunks = chat_chunks(self._head, segs, blocks_of, marker, tail, out, self._cap_field)
             expected = r.in_tokens + marker_tokens + self.template([s.role for s in segs])
         else:
             chunks = completion_chunks(self._head, segs, blocks_of, marker, tail, out)

@@ -57,7 +57,10 @@ def replay_settings(scen: ScenarioConfig, where: str) -> ReplaySettings:
             warmup_requests_per_lane=scen.warmup_requests_per_lane,
             start_min=scen.start_min_ratio, start_max=scen.start_max_ratio, api=scen.api,
             join_rule=scen.join_rule, pacing=scen.pacing, split_chains=scen.split_chains,
-            primer_start=scen.primer_start, window=scen.measured_window)
+            primer_start=scen.primer_start, window=scen.measured_window,
+            start_seed=scen.start_seed, recycle=scen.recycle,
+            subagent_start=scen.subagent_start, request_style=scen.request_style,
+            session_affinity=scen.session_affinity)
     except ValueError as e:
         name = str(e).split("=", 1)[0].removeprefix("replay ")
         key = {"window": "measured_window"}.get(name, name)
@@ -110,6 +113,12 @@ class AgenticLaneWorkload(Workload):
         self.overhead = PromptBuilder.for_tokenizer(self.tokenizer, self.sc.scenario.api,
                                                     False).count("")
         self.body = dict(body)
+        if self.sc.scenario.request_style == "aiperf" and "temperature" not in (
+                self.sc.scenario.sampling or {}):
+            # AIPerf's agentic requests carry no temperature (aiperf 0.13.0
+            # endpoints/openai_chat.py: only what the dataset or --extra-inputs set); ours
+            # came from the fixed-sequence client's default (request_style=harness keeps it)
+            self.body.pop("temperature", None)
 
     def run(self, target: Target, level: LoadLevel, on_done: OnDone = None) -> Measurement:
         assert self.prompts is not None, "prepare() first"
@@ -143,8 +152,9 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
         # client.workers > 1: the scheduler stays here, the HTTP work goes to worker
         # processes (harness.client.pool); 1: the in-process client, as ever.
         async with open_client(settings) as client:
+            cap = "max_completion_tokens" if rs.request_style == "aiperf" else "max_tokens"
             bodies = AgenticBodies(w.prompts, w.body, w.overhead, rs.api,
-                                   cache_bust=scen.cache_bust)
+                                   cache_bust=scen.cache_bust, max_tokens_field=cap)
             replayer = Replayer(client, w.traces, level.concurrency, rs, bodies,
                                 level.seed + level.repeat, on_done, salt_prefix=level.point_id)
             probe = client.health_probe()

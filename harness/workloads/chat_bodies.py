@@ -157,8 +157,9 @@ BlocksOf = Callable[[int, int], list[Any]]
 
 
 def chat_chunks(head: bytes, segs: Sequence[Segment], blocks_of: BlocksOf, marker: bytes,
-                tail: Any, max_tokens: int) -> list[Any]:
-    """The pieces of a chat request body, in order (bytes, or what blocks_of gives)."""
+                tail: Any, max_tokens: int, field: bytes = b"max_tokens") -> list[Any]:
+    """The pieces of a chat request body, in order (bytes, or what blocks_of gives); the
+    output cap under `field` (AIPerf's chat endpoint: max_completion_tokens)."""
     out = [head, b'"messages":[']
     at = first_user(segs) if marker else -1
     last = len(segs) - 1
@@ -170,8 +171,8 @@ def chat_chunks(head: bytes, segs: Sequence[Segment], blocks_of: BlocksOf, marke
         out.extend(blocks_of(s.start, s.end))
         if i == last and len(tail):
             out.append(tail)
-    out.append(b'"}],"max_tokens":%d}' % max_tokens if segs
-               else b'],"max_tokens":%d}' % max_tokens)
+    out.append(b'"}],"%s":%d}' % (field, max_tokens) if segs
+               else b'],"%s":%d}' % (field, max_tokens))
     return out
 
 

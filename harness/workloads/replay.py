@@ -2,17 +2,19 @@
 
 Concurrency N = N lanes, each one live session tree (a root stream, its sub-agents' streams,
 its parallel chains; harness.workloads.replay_plan), replayed closed-loop: a stream's next turn
-is sent its recorded idle gap after its previous turn ended; a sub-agent branch starts at its
-recorded offset from the turn that spawned it; the root turn a branch gates waits until every
-child stream of it ended (an error ends a child too). Waits are timers on one clock whose idle
-caps move them forward in sets (harness.workloads.replay_clock).
+is sent its recorded idle gap after its previous turn ended; a sub-agent branch starts when the
+turn that spawned it returns (or is sent, when the capture overlapped them), each child at its
+recorded offset from the branch's start (replay_plan.child_offsets); the root turn a branch
+gates waits until every child stream of it ended (an error ends a child too). Waits are timers
+on one clock whose idle caps move them forward in sets (harness.workloads.replay_clock).
 
 Warmup (AIPerf's agentic warmup): each lane starts at t*, 25-75% into its tree's recorded span;
 every stream alive at t* sends the turn before t* with one output token (the primers, spread so
 every lane's t* lands together), then each lane sends `warmup_requests_per_lane` more one-token
 requests that advance it (further turns, idle gaps removed). Profiling starts when they drained;
 each stream's first measured request is its next turn. A lane recycles when its root sent its
-last turn and the whole tree drained; the next trace replays from turn 0 with a fresh salt.
+last turn and the whole tree drained; the next trace (one shared sequence across lanes,
+harness.workloads.replay_sessions) replays from turn 0 with a fresh salt and fresh session ids.
 Profiling lasts `duration_s`; requests in flight then finish and count.
 """
 
@@ -32,16 +34,19 @@ from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.replay_clock import Jumps, ReplayClock
 from harness.workloads.replay_context import ReplayContext
 from harness.workloads.replay_plan import (
-    JOIN_RULES,
-    PACINGS,
     Branch,
     StartPoint,
     Stream,
     TreePlan,
     build_plan,
+    child_offsets,
     next_turn,
+    overlaps_spawn,
     start_point,
+    start_seed,
 )
+from harness.workloads.replay_sessions import SessionIds, TraceSampler
+from harness.workloads.replay_settings import ReplaySettings
 from harness.workloads.traces.model import Trace
 
 _OVERFLOW = re.compile(r"context|exceed|too long|maximum.*length|n_ctx", re.I)
@@ -50,30 +55,6 @@ _POLL_S = 0.01  # how often the warmup's end is checked
 # is left (a 1M-token body takes 2-5 ms to build on a slow core); bodies are held only this
 # long. benchmarks/agentic_scale.py builds its own the same way.
 BUILD_LEAD_S = 0.01
-
-
-@dataclass
-class ReplaySettings:
-    duration_s: float
-    idle_cap_s: float = 10.0  # whole system idle: every pending timer moves (AIPerf: 10 s)
-    tree_cap_s: float = 300.0  # one tree idle: its timers move (InferenceX: 300 s)
-    warmup_requests_per_lane: int = 10
-    start_min: float = 0.25
-    start_max: float = 0.75
-    api: str = "completions"
-    join_rule: str = "tiered"  # tiered (AIPerf's loader) | next_turn (its older rule)
-    pacing: str = "end_to_start"  # end_to_start | think_time | start_to_start
-    split_chains: bool = True  # parallel chains of one agent replay as their own streams
-    primer_start: str = "spread"  # spread (AIPerf's default) | burst
-    window: str = "requests"  # requests: first send..last end of kept records | deadline
-
-    def __post_init__(self) -> None:
-        for name, value, allowed in (("join_rule", self.join_rule, JOIN_RULES),
-                                     ("pacing", self.pacing, PACINGS),
-                                     ("primer_start", self.primer_start, ("spread", "burst")),
-                                     ("window", self.window, ("requests", "deadline"))):
-            if value not in allowed:
-                raise ValueError(f"replay {name}={value!r}: use one of {', '.join(allowed)}")
 
 
 @dataclass
@@ -87,6 +68,7 @@ class ReplayResult:
     profiling_start: float = math.nan  # when the warmup had drained
     deadline: float = math.nan
     start_points: list[float] = field(default_factory=list)  # t* per lane
+    trees: list[tuple[int, str]] = field(default_factory=list)  # (lane, trace) as started
     jumps: Jumps = field(default_factory=Jumps)
 
     @property
@@ -108,6 +90,7 @@ class _Tree:
     lane: _Lane
     session: str
     salt: object
+    ids: SessionIds
     tasks: dict[str, list[asyncio.Task[None]]] = field(default_factory=lambda: defaultdict(list))
 
 
@@ -134,6 +117,8 @@ class Replayer:
         self.salt_prefix = salt_prefix  # cache-bust scope: one point never shares another's
         self.plans = [build_plan(t, settings.join_rule, settings.pacing, settings.split_chains)
                       for t in traces]
+        self.sampler = TraceSampler(len(traces), settings.recycle)
+        self.trees: list[tuple[int, str]] = []
         self.records: list[RequestRecord] = []
         self.clock = ReplayClock(settings.idle_cap_s, settings.tree_cap_s)
         self.deadline = math.inf
@@ -153,7 +138,11 @@ class Replayer:
                             chain=[t.req for t in stream.turns],
                             extra={"subagent_type": stream.kind, "delay": turn.delay,
                                    "recorded_abs_t": turn.t})
-        return self.bodies.spec(turn.req, ctx, None if phase == PHASE_MEASURED else 1)
+        spec = self.bodies.spec(turn.req, ctx, None if phase == PHASE_MEASURED else 1)
+        if self.s.request_style == "aiperf":  # AIPerf's session headers, recorded in the tags
+            spec.headers, ids = tree.ids.request(stream.name)
+            spec.tags.update(ids)
+        return spec
 
     async def _send(self, tree: _Tree, stream: Stream, k: int, phase: str,
                     spec: RequestSpec | None = None) -> RequestRecord:
@@ -217,18 +206,17 @@ class Replayer:
         if phase == PHASE_MEASURED and time.perf_counter() >= self.deadline:
             return False
         spawns = tree.plan.spawned_by(k) if root else []
-        turn = stream.turns[k]
         # A branch recorded as starting before its spawn turn ended runs beside that turn:
-        # it starts when the turn is sent; the others when it returns.
+        # it starts when the turn is sent; the others when it returns (replay_plan.child_offsets).
         for b in spawns:
-            if b.start_t < turn.end:
-                self._spawn(tree, b, turn.t)
+            if overlaps_spawn(tree.plan, b):
+                self._spawn(tree, b)
         rec = await self._send(tree, stream, k, phase,
                                ready if phase == PHASE_MEASURED else None)
         del ready  # not held through the next think time
         for b in spawns:
-            if b.start_t >= turn.end:
-                self._spawn(tree, b, turn.end)
+            if not overlaps_spawn(tree.plan, b):
+                self._spawn(tree, b)
         return not (rec.error and _OVERFLOW.search(rec.error))  # an overflow ends the stream
 
     def _joins_pending(self, tree: _Tree, k: int) -> bool:
@@ -239,10 +227,10 @@ class Replayer:
         self._parked.append((wait, fut))
         return await fut
 
-    def _spawn(self, tree: _Tree, b: Branch, anchor_t: float,
-               entries: list[_Entry] | None = None) -> None:
-        for i, child in enumerate(b.children):
-            e = entries[i] if entries else _Entry(0, max(0.0, child.turns[0].t - anchor_t))
+    def _spawn(self, tree: _Tree, b: Branch) -> None:
+        offsets = child_offsets(tree.plan, b, self.s.subagent_start)
+        for child, wait in zip(b.children, offsets, strict=True):
+            e = _Entry(0, wait)
             if e.start < len(child.turns):
                 tree.tasks[b.id].append(asyncio.create_task(self._stream(tree, child, e)))
 
@@ -254,8 +242,9 @@ class Replayer:
         session = f"L{lane.index}S{lane.sessions}"
         salt: object = (self.salt_prefix, "shared") if plan.trace.shared_scope else (
             self.salt_prefix, session)
-        tree = _Tree(plan, lane, session, salt)
+        tree = _Tree(plan, lane, session, salt, SessionIds(self.s.session_affinity))
         self._trees[session] = tree
+        self.trees.append((lane.index, plan.trace.id))
         return tree
 
     def _snapshot(self, tree: _Tree, sp: StartPoint, leads: list[float]) -> list[
@@ -297,13 +286,13 @@ class Replayer:
         await self._run_tree(first, entries)
         while time.perf_counter() < self.deadline:
             self._sessions_finished += 1
-            lane.trace_index = (lane.trace_index + 1) % len(self.traces)  # recycle
+            lane.trace_index = self.sampler.recycle(lane.trace_index)  # recycle
             await self._run_tree(self._new_tree(lane), [])
 
     # ---- the run ------------------------------------------------------------------------
     def _lanes(self) -> list[_Lane]:
-        # Distinct traces first; lanes beyond the corpus wrap (their t* is lane-salted).
-        return [_Lane(i, i % len(self.traces), self.s.warmup_requests_per_lane)
+        # Distinct traces first (the sampler's first draws); lanes beyond the corpus wrap.
+        return [_Lane(i, self.sampler.first(i), self.s.warmup_requests_per_lane)
                 for i in range(self.n_lanes)]
 
     async def _warmup_drained(self, lanes: list[_Lane], tasks: list[asyncio.Task[None]]
@@ -334,9 +323,9 @@ class Replayer:
         firsts, plans_in, leads, points = [], [], [], []
         for ln in lanes:
             tree = self._new_tree(ln)
-            wraps = ln.index >= len(self.traces)
-            sp = start_point(tree.plan, self.seed, f"lane{ln.index}" if wraps else "",
-                             self.s.start_min, self.s.start_max)
+            seed = start_seed(self.seed, tree.plan.trace.id, ln.index, self.s.start_seed,
+                              wraps=ln.index >= len(self.traces))
+            sp = start_point(tree.plan, seed, self.s.start_min, self.s.start_max)
             points.append(sp.t)
             firsts.append(tree)
             plans_in.append(self._snapshot(tree, sp, leads))
@@ -373,4 +362,5 @@ class Replayer:
             measured = [r.end_ts for r in self.records if r.phase == PHASE_MEASURED]
             start, end = t0, max([self.deadline, *measured])
         return ReplayResult(self.records, start, end, start_wall, self._sessions_started,
-                            self._sessions_finished, t0, self.deadline, points, self.clock.jumps)
+                            self._sessions_finished, t0, self.deadline, points, self.trees,
+                            self.clock.jumps)

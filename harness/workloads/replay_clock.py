@@ -173,6 +173,9 @@ class ReplayClock:
     def _arm_system(self) -> None:
         if self._sys_dog is not None:
             self._sys_dog.cancel()
+            self._sys_dog = None
+        if not math.isfinite(self.idle_cap_s):  # no system cap
+            return
         self._sys_dog = asyncio.get_running_loop().call_later(self.idle_cap_s, self._sys_expire)
 
     def _sys_expire(self) -> None:

@@ -3,9 +3,13 @@ pacing, sub-agent branches spawned by one parent turn and joined by another, and
 start point t*. Pure functions of the trace; the scheduler (harness.workloads.replay) runs them.
 
 Upstream: SemiAnalysisAI/aiperf:src/aiperf/dataset/loader/
-weka_trace.py@2141c6217b7f051379eca54263cee8eb62767304 (branches, joins, pacing) and
-ai-dynamo/aiperf:src/aiperf/timing/trajectory_source.py@757a509a66250c7d529cf1a8a813f3df7212a27d
-(the start point).
+weka_trace.py@2141c6217b7f051379eca54263cee8eb62767304 (branches, joins, pacing),
+SemiAnalysisAI/aiperf:src/aiperf/timing/trajectory_source.py@996eca9d6947971cd319b0adc9914b49e33fddab
+(the start point; the same in PyPI aiperf 0.13.0) and
+SemiAnalysisAI/aiperf:src/aiperf/timing/branch_orchestrator.py@7ee18816f7d1101a13f0518c68ce267159ee7a62
+(when a sub-agent's children start; aiperf 0.13.0 `_spawn_children_and_register_gates`).
+InferenceX pins the fork at 754356e9, which no stored copy holds; these are the nearest
+stored commits, and 0.13.0 agrees with them on every rule used here.
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ from harness.workloads.traces.model import SubAgent, Trace, TraceRequest
 _EPS = 1e-6
 JOIN_RULES = ("tiered", "next_turn")
 PACINGS = ("end_to_start", "think_time", "start_to_start")
+# t*'s seed: sha256(f"{seed}:{trace}:{lane}") for every lane (upstream) | sha256(f"{seed}:{trace}"),
+# `:lane<i>` added only for lanes beyond the corpus (this harness's earlier rule)
+START_SEEDS = ("trace_lane", "trace")
+# a branch that starts after its spawn turn ended: its children at their offsets from the
+# branch's recorded start, counted from the spawn turn's return (upstream) | at their recorded
+# gap after the spawn turn's end (this harness's earlier rule)
+SUBAGENT_STARTS = ("branch_start", "spawn_end")
 
 
 @dataclass(frozen=True)
@@ -162,20 +173,52 @@ class StartPoint:
     root_next: int  # the root's first turn at or after t*
 
 
-def start_point(plan: TreePlan, seed: int, lane_salt: str, lo: float, hi: float) -> StartPoint:
-    """t* uniform in [lo, hi] of the tree's recorded span, seeded per trace
-    (sha256(f"{seed}:{trace_id}"), lane-salted when lanes share a trace), clamped so the root
-    keeps at least one turn to profile."""
+def start_seed(seed: int, trace_id: str, lane: int, rule: str = "trace_lane",
+               wraps: bool = False) -> int:
+    """The RNG seed of a lane's t*. `trace_lane`: trajectory_source.py `_seed_for_trace_lane`,
+    which `_build_trajectory_for_lane` uses for every lane (its absolute index); `trace`:
+    `_seed_for_trace`, lane-salted only for lanes beyond the corpus (our earlier rule)."""
+    if rule == "trace_lane":
+        key = f"{seed}:{trace_id}:{lane}"
+    else:
+        key = f"{seed}:{trace_id}" + (f":lane{lane}" if wraps else "")
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+
+
+def start_point(plan: TreePlan, seed: int, lo: float, hi: float) -> StartPoint:
+    """t* uniform in [lo, hi] of the tree's recorded span (the first and last request start over
+    every stream) from `np.random.default_rng(seed)` (start_seed), drawn in milliseconds as
+    `_build_timestamped_trajectory` draws it; clamped so the root keeps a turn to profile."""
     turns = plan.root.turns
     if len(turns) < 2:
         return StartPoint(-math.inf, 0)
-    key = f"{seed}:{plan.trace.id}" + (f":{lane_salt}" if lane_salt else "")
-    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
     a, b = plan.span()
-    t = float(rng.uniform(a + lo * (b - a), a + hi * (b - a)))
-    t = min(t, turns[-1].t)
+    start_ms, dur_ms = a * 1000.0, (b - a) * 1000.0
+    lo_ms, hi_ms = start_ms + lo * dur_ms, start_ms + hi * dur_ms
+    hi_ms = max(hi_ms, lo_ms)
+    t_ms = lo_ms if hi_ms == lo_ms else float(np.random.default_rng(seed).uniform(lo_ms, hi_ms))
+    t = min(t_ms / 1000.0, turns[-1].t)
     nxt = next(k for k, tu in enumerate(turns) if tu.t >= t)
     return StartPoint(t, nxt) if nxt > 0 else StartPoint(-math.inf, 0)
+
+
+def overlaps_spawn(plan: TreePlan, b: Branch) -> bool:
+    """The branch was recorded starting before its spawn turn ended: it starts when that turn
+    is sent (upstream `on_credit_issued`: branch start < the turn's t + api_time)."""
+    return b.start_t < plan.root.turns[b.spawn].end
+
+
+def child_offsets(plan: TreePlan, b: Branch, rule: str = "branch_start") -> list[float]:
+    """Each child's wait, in seconds, from the moment its branch starts: the spawn turn's send
+    for an overlapping branch (its first t - the turn's t), else the turn's return. There,
+    `branch_start`: its first t - the branch's recorded start, so the earliest child leaves at
+    once (`_child_dispatch_offset_ms`); `spawn_end`: its first t - the turn's recorded end."""
+    spawn = plan.root.turns[b.spawn]
+    if overlaps_spawn(plan, b):
+        anchor = spawn.t
+    else:
+        anchor = b.start_t if rule == "branch_start" else spawn.end
+    return [max(0.0, c.turns[0].t - anchor) for c in b.children]
 
 
 def next_turn(stream: Stream, t: float) -> int | None:

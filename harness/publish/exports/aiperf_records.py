@@ -99,14 +99,20 @@ def record_metadata(r: RequestRecord, clock: Clock, session_num: int,
                     profiling_index: int | None) -> dict[str, Any]:
     """AIPerf's MetricRecordMetadata for one of our requests. Conversation ids follow its
     Weka loader: the trace id, then `::sa:<agent>` per sub-agent level (InferenceX maps a
-    record to its trace by the part before the first `::`)."""
+    record to its trace by the part before the first `::`). The ids are the request's own
+    X-Request-ID and X-Correlation-ID headers, with its tree's root and parent correlation ids
+    (request_style=aiperf records them in the tags, harness.workloads.replay_sessions);
+    records without them (request_style=harness, older runs) get ids built from our session
+    and path."""
     t = r.tags
     session, agent = str(t.get("session", "")), str(t.get("agent", ""))
     path = [p for p in agent.split("/") if p]
     profiling = r.phase == PHASE_MEASURED  # warmup turns and probes are AIPerf's warmup
+    sent = "x_correlation_id" in t
     return {
-        "session_num": session_num, "x_request_id": r.request_id,
-        "x_correlation_id": "/".join([session, *path]),
+        "session_num": session_num,
+        "x_request_id": str(t["x_request_id"]) if sent else r.request_id,
+        "x_correlation_id": str(t["x_correlation_id"]) if sent else "/".join([session, *path]),
         "conversation_id": str(t.get("trace", "")) + "".join(f"::sa:{p}" for p in path),
         "turn_index": t.get("turn", 0), "source_trace_id": t.get("trace"),
         "source_outer_idx": t.get("turn", 0), "source_inner_idx": None,
@@ -121,8 +127,9 @@ def record_metadata(r: RequestRecord, clock: Clock, session_num: int,
         "phase_kind": "profiling" if profiling else "warmup",
         "was_cancelled": False, "cancellation_time_ns": None, "context_overflow_skip": False,
         "agent_depth": len(path),
-        "parent_correlation_id": "/".join([session, *path[:-1]]) if path else None,
-        "root_correlation_id": session,
+        "parent_correlation_id": (t.get("parent_correlation_id") if sent else
+                                  "/".join([session, *path[:-1]]) if path else None),
+        "root_correlation_id": str(t["root_correlation_id"]) if sent else session,
     }
 
 
