@@ -229,6 +229,7 @@ class H1Streams:
         if not keep_alive:
             fixed["Connection"] = "close"
         self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
+        self._fixed = {k.lower() for k in fixed}  # a request's own headers cannot replace these
         self._connect_s, self._stall_s, self._keep_alive = connect_timeout_s, stall_s, keep_alive
         self._idle: list[_Conn] = []
         self._heads: dict[str, bytes] = {}  # the request line and headers, per path
@@ -253,7 +254,8 @@ class H1Streams:
     async def exchange(self, path: str, body: bytes, acc: StreamAccumulator,
                        raw: Callable[[tuple[float, bytes]], None] | None,
                        reply: Reply, on_sent: Callable[[float], None],
-                       on_connect: Callable[[bool, float], None]) -> None:
+                       on_connect: Callable[[bool, float], None],
+                       extra: dict[str, str] | None = None) -> None:
         """Send one POST and read its reply: a 200 identity stream into `acc`, of any other
         reply its status, Location, encoding and the first ERROR_BODY_BYTES of its body, into
         `reply` for the caller to word (the status is there whatever happens after it came).
@@ -275,6 +277,10 @@ class H1Streams:
         if head is None:
             head = self._heads[path] = (f"POST {self._prefix}{path} HTTP/1.1\r\n".encode()
                                         + self._head + b"Content-Length: ")
+        if extra:  # a request's own headers (agentic session affinity), the client's win
+            own = "".join(f"{k}: {v}\r\n" for k, v in extra.items()
+                          if k.lower() not in self._fixed and k.lower() != "content-length")
+            head = head[:-len(b"Content-Length: ")] + own.encode("latin-1") + b"Content-Length: "
         loop = asyncio.get_running_loop()
         now = time.perf_counter()
         conn.begin(acc, raw, reply, now)

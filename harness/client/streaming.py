@@ -278,7 +278,8 @@ class StreamingClient(InflightAccount):
         reply = Reply()
         try:
             async with asyncio.timeout(self.settings.timeout_s):
-                await self._h1.exchange(spec.path, spec.body, acc, raw, reply, sent, connected)
+                await self._h1.exchange(spec.path, spec.body, acc, raw, reply, sent,
+                                        connected, spec.headers)
         finally:
             rec.http_status = reply.status
         rec.error = refusal(reply.status, reply.location, reply.encoding, reply.body, self.scrub)

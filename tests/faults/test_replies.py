@@ -297,3 +297,27 @@ def test_a_connection_dropped_before_the_reply_is_a_server_disconnect() -> None:
     rec = _reset_after([], head=False)
     _failed(rec, "ServerDisconnectedError")
     assert rec.http_status == 0
+
+
+def test_a_requests_own_headers_go_out_and_the_clients_win() -> None:
+    seen: dict[str, str] = {}
+
+    async def reply(request: web.Request) -> web.StreamResponse:
+        seen.update(request.headers)
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b"".join(_stream(3, end=_usage(3) + _DONE)))
+        await resp.write_eof()
+        return resp
+
+    async def go() -> RequestRecord:
+        async with (loopback_app("/v1/completions", reply) as url,
+                    StreamingClient(ClientSettings(url)) as c):
+            spec = RequestSpec("r0", "/v1/completions", b"{}", 5, 3,
+                               headers={"X-Session-Affinity": "s1", "Accept-Encoding": "gzip"})
+            return await c.send(spec)
+
+    rec = asyncio.run(go())
+    assert rec.ok, rec.error
+    assert seen["X-Session-Affinity"] == "s1" and seen["Accept-Encoding"] == "identity"
