@@ -35,6 +35,9 @@ from harness.client.loop_passes import PASSES
 from harness.client.refusal import ERROR_BODY_BYTES
 from harness.client.sse import StreamAccumulator
 
+_pass_read = PASSES.read  # the process's one meter: bound once, called on every read
+_clock = time.perf_counter
+
 
 class Stalled(Exception):
     """No byte for client.stall_timeout_s."""
@@ -62,8 +65,7 @@ class _Conn(asyncio.Protocol):
         self._raw: Callable[[tuple[float, bytes]], None] | None = None
         self._err: bytearray | None = None  # a refused reply's body, up to ERROR_BODY_BYTES
         self.reply = Reply()
-        self.last = 0.0  # the last read's stamp (or the send's)
-        self._t = 0.0
+        self.last = 0.0  # the last read's stamp (or the send's): every body slice of a read gets it
         self._any = False  # a byte of the reply came
         self._close_delimited = False  # neither chunked nor Content-Length: ends at EOF
         self._chunked = False
@@ -77,9 +79,8 @@ class _Conn(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        t = time.perf_counter()
-        self._t = self.last = t
-        PASSES.read(t)
+        t = self.last = _clock()
+        _pass_read(t)
         feed = self._feed
         if feed is None:  # bytes on an idle connection: nobody's reply; the connection is unsafe
             self._drop()
@@ -137,9 +138,9 @@ class _Conn(asyncio.Protocol):
         if acc is not None:
             if acc.failure:  # given up: the rest is dropped, the connection closed
                 return
-            acc.feed(body, self._t)
+            acc.feed(body, self.last)
             if self._raw is not None:
-                self._raw((self._t, body))
+                self._raw((self.last, body))
             if acc.failure:
                 self._abandon()
         elif self._err is not None:
@@ -158,7 +159,7 @@ class _Conn(asyncio.Protocol):
         self._feed = self._parser.feed_data
         self._acc, self._raw, self._err = acc, raw, None
         self.reply = reply
-        self.last = self._t = now
+        self.last = now
         self._any = self.complete = False
         self._chunked = self._has_length = self._close_delimited = False
         self.head, self.end = loop.create_future(), loop.create_future()
