@@ -252,6 +252,29 @@ class H1Streams:
                 f"[{exc.strerror or exc}]") from None
         return conn
 
+    async def _take(self, on_connect: Callable[[bool, float], None]) -> _Conn:
+        """An idle keep-alive connection still open, else a new one (its set-up timed)."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                on_connect(True, 0.0)
+                return conn
+        t0 = time.perf_counter()
+        conn = await self._connect()
+        on_connect(False, time.perf_counter() - t0)
+        return conn
+
+    def _request(self, path: str, body: bytes, extra: dict[str, str] | None) -> bytes:
+        head = self._heads.get(path)
+        if head is None:
+            head = self._heads[path] = (f"POST {self._prefix}{path} HTTP/1.1\r\n".encode()
+                                        + self._head)
+        if extra:  # a request's own headers (agentic session affinity), the client's win
+            head += "".join(f"{k}: {v}\r\n" for k, v in extra.items()
+                            if k.lower() not in self._fixed
+                            and k.lower() != "content-length").encode("latin-1")
+        return b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
+
     async def exchange(self, path: str, body: bytes, acc: StreamAccumulator,
                        raw: Callable[[tuple[float, bytes]], None] | None,
                        reply: Reply, on_sent: Callable[[float], None],
@@ -262,31 +285,11 @@ class H1Streams:
         `reply` for the caller to word (the status is there whatever happens after it came).
         Raises aiohttp's exceptions for a connection that fails, TimeoutError for a stall
         (client.stall_timeout_s)."""
-        conn = None
-        while self._idle:
-            c = self._idle.pop()
-            if not c.closed:
-                conn = c
-                break
-        if conn is None:
-            t0 = time.perf_counter()
-            conn = await self._connect()
-            on_connect(False, time.perf_counter() - t0)
-        else:
-            on_connect(True, 0.0)
-        head = self._heads.get(path)
-        if head is None:
-            head = self._heads[path] = (f"POST {self._prefix}{path} HTTP/1.1\r\n".encode()
-                                        + self._head + b"Content-Length: ")
-        if extra:  # a request's own headers (agentic session affinity), the client's win
-            own = "".join(f"{k}: {v}\r\n" for k, v in extra.items()
-                          if k.lower() not in self._fixed and k.lower() != "content-length")
-            head = head[:-len(b"Content-Length: ")] + own.encode("latin-1") + b"Content-Length: "
+        conn = await self._take(on_connect)
+        data = self._request(path, body, extra)
         loop = asyncio.get_running_loop()
-        now = time.perf_counter()
-        conn.begin(acc, raw, reply, now)
+        conn.begin(acc, raw, reply, time.perf_counter())
         assert conn.transport is not None
-        data = b"%s%d\r\n\r\n%s" % (head, len(body), body)
         # Stamped as the write starts, as aiohttp's on_request_chunk_sent is: uvloop writes to
         # the socket at once, and a server on another core may read it before write() returns.
         on_sent(time.perf_counter())
