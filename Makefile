@@ -25,10 +25,11 @@ RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 # agentic replay, plain at 1 and 2 session trees and with injected acceptance lengths 1.4 and
 # 1.8 through the model drafting for itself (at one tree: llama.cpp's draft model slows ~20x
 # with two busy slots), one merged agentic curve with each point's method, k and ALs in its
-# tooltip; then the dashboard.
+# tooltip; then the dashboard. The n-gram job ends with its correctness stage (docs/evals.md):
+# the lossless check against a launch without the speculator, and GSM8K on the shipped slice.
 run: $(STAMP)
 	$(BIN)/harness sweep run_id=$(RUN_ID)
-	$(BIN)/harness sweep speculator=ngram 'concurrency=[1,2,4]' run_id=$(RUN_ID)
+	$(BIN)/harness sweep speculator=ngram 'concurrency=[1,2,4]' eval=gsm8k-slice run_id=$(RUN_ID)
 	$(BIN)/harness sweep scenarios=agentic-weka-cpu-decode 'concurrency=[1,2]' run_id=$(RUN_ID)
 	$(BIN)/harness sweep -m scenarios=agentic-weka-cpu-decode speculator=self_draft \
 		speculator.acceptance.length=1.4,1.8 'concurrency=[1]' run_id=$(RUN_ID)

@@ -32,7 +32,7 @@ import httptools
 from yarl import URL
 
 from harness.client.loop_passes import PASSES
-from harness.client.refusal import ERROR_BODY_BYTES
+from harness.client.refusal import ERROR_BODY_BYTES, needs_body
 from harness.client.sse import StreamAccumulator
 
 _pass_read = PASSES.read  # the process's one meter: bound once, called on every read
@@ -50,6 +50,7 @@ class Reply:
     status: int = 0
     location: str = ""
     encoding: str = ""
+    content_type: str = ""
     body: bytes = b""
 
 
@@ -116,6 +117,8 @@ class _Conn(asyncio.Protocol):
         n = name.lower()
         if n == b"location":
             self.reply.location = value.decode("latin-1")
+        elif n == b"content-type":
+            self.reply.content_type = value.decode("latin-1")
         elif n == b"content-encoding":
             self.reply.encoding = value.decode("latin-1").strip().lower()
         elif n == b"transfer-encoding":
@@ -127,7 +130,8 @@ class _Conn(asyncio.Protocol):
         assert self._parser is not None
         status = self.reply.status = self._parser.get_status_code()
         self._close_delimited = not (self._chunked or self._has_length)
-        if status != 200 or self.reply.encoding not in ("", "identity"):
+        if (status != 200 or self.reply.encoding not in ("", "identity")
+                or needs_body(status, self.reply.content_type)):
             self._acc = None  # not streamed: its body (if any) is kept for the message
             self._err = bytearray()
         if self.head is not None and not self.head.done():

@@ -10,10 +10,23 @@ ERROR_BODY_BYTES = 65536  # of a non-200 reply's body, read for its message
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
-def refusal(status: int, location: str | None, encoding: str | None, body: bytes,
-            scrub: Callable[[str], str]) -> str:
-    """"" when a reply can be streamed; else the request's error. `body` is read only for a
-    non-200, non-redirect reply; `scrub` takes the API key out of text a server echoes."""
+def _media(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def needs_body(status: int, content_type: str | None) -> bool:
+    """Whether `refusal` quotes the reply's body: a non-200 that is no redirect, or a 200 that
+    is not an event stream."""
+    if status == 200:
+        media = _media(content_type)
+        return bool(media) and media != "text/event-stream"
+    return status not in REDIRECTS
+
+
+def refusal(status: int, location: str | None, encoding: str | None,
+            content_type: str | None, body: bytes, scrub: Callable[[str], str]) -> str:
+    """"" when a reply can be streamed; else the request's error. `body` is read only where
+    `needs_body` says; `scrub` takes the API key out of text a server echoes."""
     if status in REDIRECTS:
         where = location or "(no Location header)"
         return scrub(
@@ -22,6 +35,15 @@ def refusal(status: int, location: str | None, encoding: str | None, body: bytes
     if status != 200:
         text = scrub(body.decode(errors="replace")).strip()
         return f"HTTP {status}: {text[:500] or '(empty body)'}"
+    media = _media(content_type)
+    if media and media != "text/event-stream":
+        # a login page, a proxy's notice, one JSON body from a server that ignored
+        # "stream": none of them is a stream, and "ended without [DONE]" would hide why
+        text = " ".join(scrub(body.decode(errors="replace")).split())
+        return (f"HTTP 200 with Content-Type {content_type}, expected "
+                f"text/event-stream (the SSE stream \"stream\": true asks for); body: "
+                f"{text[:300] or '(empty)'} - check that engine.url is the server's "
+                "OpenAI-compatible API and that it streams")
     enc = (encoding or "identity").strip().lower()
     if enc not in ("", "identity"):
         return (f"server sent Content-Encoding {enc}; the client asked for identity "

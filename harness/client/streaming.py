@@ -32,7 +32,7 @@ from harness.client import arrival
 from harness.client.h1_stream import H1Streams, Reply
 from harness.client.health import ClientHealth, HealthProbe
 from harness.client.inflight import InflightAccount
-from harness.client.refusal import ERROR_BODY_BYTES, REDIRECTS, read_some, refusal
+from harness.client.refusal import ERROR_BODY_BYTES, needs_body, read_some, refusal
 from harness.client.sse import DEFAULT_MAX_EVENT_BYTES, StreamAccumulator
 from harness.records import RequestRecord, RequestSpec
 
@@ -255,10 +255,11 @@ class StreamingClient(InflightAccount):
     async def _refusal(self, resp: aiohttp.ClientResponse) -> str:
         """Why this reply cannot be read as a stream, or "" when it can."""
         body = b""
-        if resp.status != 200 and resp.status not in REDIRECTS:
+        if needs_body(resp.status, resp.headers.get("Content-Type")):
             body = await read_some(resp.content, ERROR_BODY_BYTES)
         return refusal(resp.status, resp.headers.get("Location"),
-                       resp.headers.get("Content-Encoding"), body, self.scrub)
+                       resp.headers.get("Content-Encoding"), resp.headers.get("Content-Type"),
+                       body, self.scrub)
 
     async def _h1_send(self, spec: RequestSpec, rec: RequestRecord, acc: StreamAccumulator,
                        attempt: _Attempt) -> bool:
@@ -282,7 +283,8 @@ class StreamingClient(InflightAccount):
                                         connected, spec.headers)
         finally:
             rec.http_status = reply.status
-        rec.error = refusal(reply.status, reply.location, reply.encoding, reply.body, self.scrub)
+        rec.error = refusal(reply.status, reply.location, reply.encoding, reply.content_type,
+                            reply.body, self.scrub)
         return not rec.error
 
 

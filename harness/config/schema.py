@@ -36,6 +36,9 @@ class ModelConfig:
     # how a chat turn becomes a prompt: template = the tokenizer's chat template; dsv4 =
     # DeepSeek-V4's own encoder (its tokenizer has no template; InferenceX's --dsv4)
     chat_encoder: str = "template"
+    # Eval floors by task (gsm8k, gpqa_diamond, swebench_lite): a score below invalidates the
+    # job's points. Unset tasks take InferenceX's defaults (utils/evals/thresholds.yaml).
+    eval_floors: dict[str, float] = field(default_factory=dict)
     description: str = ""
 
 
@@ -126,6 +129,10 @@ class SpeculatorConfig:
     ngram_min: int = 2
     ngram_max: int = 4
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+    # A speculative point whose engine metrics show no speculation (an attached server no
+    # known engine's metrics describe) is invalid; true keeps it valid with the label marked
+    # unverified on the point and its page (the user vouches for the label).
+    unverified_ok: bool = False
 
 
 @dataclass
@@ -275,6 +282,39 @@ class TelemetryConfig:
 
 
 @dataclass
+class EvalConfig:
+    """Accuracy evals run after a job's points against the same server (harness.evals;
+    docs/evals.md). InferenceX's settings (benchmarks/benchmark_lib.sh run_lm_eval) where
+    a value is null."""
+
+    tasks: list[str] = field(default_factory=list)  # gsm8k | gpqa_diamond | swebench_lite
+    data_dir: str | None = None  # local copy (relative to the repo); null: the Hub
+    limit: int | None = None  # the first N documents (EVAL_LIMIT); null: the whole split
+    num_fewshot: int | None = None  # null: the task's (GSM8K 5, GPQA 0)
+    concurrency: int | None = None  # null: the job's highest concurrency (upstream: CONC)
+    max_length: int = 16384  # EVAL_MAX_MODEL_LEN's default, capped at the model's context
+    max_gen_toks: int | None = None  # null: max_length - 4096, or half of it (upstream)
+    timeout_s: float = 1800.0  # per request (upstream's timeout=1800)
+    system_instruction: str | None = None  # none upstream
+
+
+@dataclass
+class LosslessConfig:
+    """The lossless-speculation check on every speculative job (harness.evals.lossless):
+    the same prompts with and without the speculator on the same engine build."""
+
+    # auto: every speculative job at real acceptance on an engine it launches | on: injected
+    # jobs too (a launch with real verification) | off
+    mode: str = "auto"
+    prompts: int = 8  # GSM8K questions from the shipped slice, chat template
+    max_tokens: int = 48  # tokens generated per prompt
+    temperatures: list[float] = field(default_factory=lambda: [0.0])
+    samples: int = 24  # continuations per prompt and side above temperature 0
+    positions: int = 8  # above 0: a two-sample test per position over the first N tokens
+    alpha: float = 0.01  # above 0: family-wise significance (Bonferroni over the tests)
+
+
+@dataclass
 class SweepConfig:
     model: ModelConfig = MISSING
     chip: ChipConfig = MISSING
@@ -284,6 +324,8 @@ class SweepConfig:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    lossless: LosslessConfig = field(default_factory=LosslessConfig)
     precision: str | None = None  # None: the model's default precision
     thinking: bool | None = None  # reasoning mode; None: the model's default
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
@@ -314,6 +356,7 @@ GROUP_OF_NODE = {
     "engine": "engine",
     "speculator": "speculator",
     "scenario": "scenarios",
+    "eval": "eval",
 }
 SCHEMA_OF_NODE: dict[str, type] = {
     "model": ModelConfig,
@@ -324,4 +367,6 @@ SCHEMA_OF_NODE: dict[str, type] = {
     "topology": TopologyConfig,
     "client": ClientConfig,
     "telemetry": TelemetryConfig,
+    "eval": EvalConfig,
+    "lossless": LosslessConfig,
 }

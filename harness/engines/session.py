@@ -71,6 +71,7 @@ class EngineSession:
     def _identify(self) -> None:
         self.server_info = self._server_info()
         self.version = self.adapter.version(self.server_info)
+        check_version(self.adapter.sc.engine.version, self.version)
 
     def _key(self) -> str:
         env = self.adapter.sc.engine.api_key_env
@@ -179,3 +180,16 @@ def _body(e: Any) -> str:
         return e.read(2000).decode(errors="replace").strip()
     except OSError:
         return ""
+
+
+def check_version(expected: str | None, running: str) -> None:
+    """engine.version is a claim about the server: the version it reports must contain it
+    (a leading v ignored), else the launch fails before any point is labelled with it."""
+    if not expected:
+        return
+    want = str(expected).strip().lstrip("vV")
+    if want and want in running:
+        return
+    raise EngineStartError(
+        f"engine.version is {expected!r} but the server reports {running!r}; set "
+        "engine.version to the version that runs (or null to record whatever runs)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.base import CHECKS_ONLY, LAUNCH_SETTINGS, EngineAdapter, LaunchPlan
 from harness.engines.cpu_split import engine_cores
 
 VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model": "draft_model",
@@ -20,6 +20,7 @@ DRAFTER_METHODS = ("eagle3", "eagle", "draft_model", "dspark")
 
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
+    applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS, "threads"})  # threads: CPU build
 
     @property
     def checkpoint(self) -> str:

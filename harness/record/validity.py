@@ -212,6 +212,27 @@ def acceptance_rule(mode: str, requested: float | None, realised: float | None,
                  "check the engine's acceptance knob and metrics, or run longer")]
 
 
+def speculation_rule(method: str, mode: str, k: int, realised: float | None,
+                     note: str | None, waived: bool) -> list[Rule]:
+    """A speculative label needs evidence: the engine's metrics must show it drafting (a
+    realised AL). Injected points are judged by acceptance_realised; this is every other
+    speculative point. `waived`: speculator.unverified_ok, recorded on the rule and point."""
+    if method == "none" or mode == "injected":
+        return []
+    bound = "a realised AL from the engine's metrics"
+    if realised is not None:
+        return [Rule("speculation_observed", True, realised, bound,
+                     f"{method} k={k}: realised AL {realised:.3f}")]
+    why = f"{method} k={k} was never observed: no realised AL" + (f" ({note})" if note else "")
+    if waived:
+        return [Rule("speculation_observed", True, None, bound,
+                     f"{why}; waived by speculator.unverified_ok=true: the label is unverified")]
+    return [Rule("speculation_observed", False, None, bound, why,
+                 "attach with engine.family set to the engine behind the URL (its metrics "
+                 "verify the speculation), or set speculator.unverified_ok=true to keep the "
+                 "point with its label marked unverified")]
+
+
 def judge(*groups: Iterable[Rule]) -> Validity:
     return Validity(tuple(r for g in groups for r in g))
 

@@ -23,6 +23,7 @@ from harness.record.validity import (
     engine_rules,
     judge,
     request_rules,
+    speculation_rule,
 )
 from harness.telemetry import NOT_SET, Choice
 from harness.workloads.base import Measurement, Workload
@@ -158,7 +159,12 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
         acceptance_rule(plan.mode, plan.length, realised, eng.get("spec_independent_draws"),
                         ctx.sc.speculator.k, ctx.validity, eng.get("spec_al_note")),
         power_rule(pwr, ctx.sc.telemetry.require_power),
+        speculation_rule(ctx.sc.speculator.method, plan.mode, ctx.sc.speculator.k, realised,
+                         eng.get("spec_al_note"), ctx.sc.speculator.unverified_ok),
     )
+    if ctx.sc.speculator.method != "none" and realised is None \
+            and ctx.sc.speculator.unverified_ok:
+        eng["spec_unverified_ok"] = True  # shown on the point and its page
     # Chunks carry up to this many tokens (the engine's --stream-interval): ITL is per chunk.
     values = {**m, **facts, **health, **eng,
               "stream_interval": getattr(ctx.adapter, "stream_interval", 1),

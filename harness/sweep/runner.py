@@ -26,6 +26,7 @@ from harness.config.validate import gpus_of
 from harness.engines.registry import adapter_class, make_adapter
 from harness.engines.sampler import MetricsSampler
 from harness.engines.session import EngineSession
+from harness.evals.context import with_eval_context
 from harness.publish.report import print_summary
 from harness.record import energy
 from harness.record.identity import point_identity
@@ -35,7 +36,7 @@ from harness.record.results import RunDir, atomic_write, git_revision
 from harness.record.validity import settings_for
 from harness.spec import acceptance
 from harness.spec.acceptance import AcceptancePlan
-from harness.sweep import interrupts, series
+from harness.sweep import correctness, interrupts, series
 from harness.sweep.point import EngineState, JobContext, PowerMeasurement, assemble, now_iso
 from harness.telemetry.base import TelemetrySampler
 from harness.workloads.base import LoadLevel, Measurement, Target
@@ -86,10 +87,11 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
                 todo: list[PlannedPoint], plan: AcceptancePlan) -> JobContext:
     """Everything before the engine starts: the workload built and its requests encoded, the
     adapter built whole from the recipe, the acceptance plan and the workload's hints."""
-    adapter_class(sc.engine.kind).validate(sc, locate)  # cheap refusals first
+    adapter_class(sc.engine.kind).check(sc, locate)  # cheap refusals first
+    correctness.check_data(sc, repo, locate)  # eval data present, SWE-bench refused
     choice = choose_telemetry(sc, locate)
     workload = make_workload(sc, load_tokenizer(sc.model), repo)
-    adapter = make_adapter(sc, plan, workload.hints(), locate)
+    adapter = make_adapter(sc, plan, with_eval_context(workload.hints(), sc), locate)
     body = stream_body(adapter.served_model_name, dict(sc.scenario.sampling),
                        adapter.request_extras())
     workload.prepare([p.level for p in todo], body)
@@ -160,6 +162,10 @@ def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loca
                 print(f"engine failed during {p.level.point_id} "
                       f"({record.reasons[0].splitlines()[0]}); restarting it")
                 eng.restart()
+        interrupts.check()
+        # after the points, against the same server (InferenceX's RUN_EVAL order)
+        correctness.run_stage(sc, run, name, repo, locate, eng, ctx.adapter,
+                              {p.level.point_id for p in todo})
     return written
 
 

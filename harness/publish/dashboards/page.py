@@ -22,6 +22,7 @@ from harness.publish.dashboards.point_page import (
     page_href,
     write_point_pages,
 )
+from harness.publish.links import web_link
 from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_record import load_flat
 from harness.record.results import atomic_write
@@ -113,6 +114,16 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
               + (f"realised {_fmt(realised)}" if realised is not None
                  else "realised not observed"))
         lines.append(f"speculator {spec} k={_fmt(p.get('spec_k'))} · {al}")
+        if p.get("spec_unverified_ok"):
+            lines.append("speculation UNVERIFIED: the engine's metrics showed none; the label "
+                         "is kept by speculator.unverified_ok=true")
+        # harness.evals.lossless: same prompts with and without the speculator
+        lines.append(f"lossless check: {_fmt(p.get('lossless_verdict') or 'not run')}")
+    for r in p.get("eval_results") or []:
+        if isinstance(r, dict):
+            lines.append(f"eval {_fmt(r.get('task'))}: {_fmt(r.get('score'))} ± "
+                         f"{_fmt(r.get('stderr'))} (n {_fmt(r.get('n'))}, floor "
+                         f"{_fmt(r.get('floor'))}{'' if r.get('passed') else ', BELOW'})")
     if p.get("scenario_kind") == "agentic":
         lines.append(
             f"{p.get('conc')} session trees · fit {_fmt(p.get('fit'))} · QPS {_fmt(p.get('qps'))} "
@@ -153,6 +164,7 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
         p["published"] = is_published(p)
         # published rows are their own series, never merged into ours
         p["series"] = series_label(series_key(p)) + (" · published" if p["published"] else "")
+        p["source"] = web_link(p.get("source"))
         p["hover"] = hover_lines(p)
         p["has_telemetry"] = has_telemetry(p)
         if p["published"] and p.get("source"):

@@ -34,7 +34,9 @@ NO_TELEMETRY = "no power telemetry on this host"  # harness.publish.dashboards.p
 SUMMARY_KEYS = ("conc", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
                 "p90_e2e_intvty", "median_ttft", "p99_ttft", "median_tpot", "median_e2el",
                 "qps", "measured_avg_power_w", "measured_j_per_tok", "measured_j_per_output_tok",
-                "measured_tok_s_per_mw", "power_valid", "j_per_tok", "tok_s_per_mw")
+                "measured_tok_s_per_mw", "power_valid", "j_per_tok", "tok_s_per_mw",
+                "eval_gsm8k_score", "eval_gpqa_diamond_score", "lossless_ok",
+                "lossless_verdict")
 
 
 def pages_dir(out: Path) -> Path:
