@@ -91,6 +91,12 @@ class EngineConfig:
     # measurement needs (its metrics, injected acceptance). Empty: the adapter's flags.
     argv_template: list[str] = field(default_factory=list)
     host: str = "127.0.0.1"  # address a launched server binds (0.0.0.0: clients elsewhere)
+    # The engine's own profiler around each point's measured window (/start_profile and
+    # /stop_profile; vLLM, SGLang and ATOM; docs/slo.md). Traces go to <run>/profiles/<point>.
+    profile: bool = False
+    # Empty the engine's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
+    # /flush_cache); engines without such an endpoint refuse it.
+    reset_cache_before_point: bool = False
     # TensorRT-LLM: the extra-options YAML as the upstream script writes it (merged over the
     # adapter's own options; with argv_template, used as it is plus the metrics keys)
     extra_options: dict[str, Any] = field(default_factory=dict)
@@ -211,6 +217,16 @@ class ScenarioConfig:
     cache_bust: str = "first_turn_prefix"
     # timestamped replay: the recorded arrival times divided by this (x the point's load level)
     speedup: float = 1.0
+    # fixed-sequence arrivals (docs/slo.md): closed (InferenceX's loop of C in flight, the
+    # default) | poisson | gamma | constant: open loop at each rate of `request_rate` (req/s),
+    # gaps as vLLM's `--request-rate` / `--burstiness` draw them
+    arrival: str = "closed"
+    request_rate: list[float] = field(default_factory=list)  # open loop: one point per rate
+    burstiness: float = 1.0  # gamma's shape: 1 = Poisson, < 1 burstier, > 1 more even (vLLM)
+    # open loop: at most this many requests in flight (vLLM's --max-concurrency); 0 = no cap
+    max_inflight: int = 0
+    # open loop: measured requests per point; 0 = requests_per_conc x ceil(rate), warmup alike
+    num_requests: int = 0
     description: str = ""
 
 
@@ -282,6 +298,31 @@ class TelemetryConfig:
 
 
 @dataclass
+class SloConfig:
+    """Per-request service-level objectives (vLLM's --goodput): a request is good when it meets
+    every one that is set. None: not an objective."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+
+@dataclass
+class SearchConfig:
+    """How the load levels are chosen (docs/slo.md): grid = every listed level; slo = the
+    highest load whose points meet `criteria`, found by doubling then bisecting."""
+
+    mode: str = "grid"  # grid | slo
+    # statistic -> bound: p99_ttft_ms, p90_tpot_ms, median_e2el_ms (at most), goodput_share,
+    # p50_intvty (at least). Every one must hold for a load to pass.
+    criteria: dict[str, float] = field(default_factory=dict)
+    lo: float = 1  # the search range of concurrency (or rate, open loop)
+    hi: float = 64
+    resolution: float = 1  # stop bisecting when failing - passing load <= this
+    confirm: int = 1  # extra repeats of the highest passing and lowest failing load
+
+
+@dataclass
 class EvalConfig:
     """Accuracy evals run after a job's points against the same server (harness.evals;
     docs/evals.md). InferenceX's settings (benchmarks/benchmark_lib.sh run_lm_eval) where
@@ -324,6 +365,8 @@ class SweepConfig:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    slo: SloConfig = field(default_factory=SloConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     lossless: LosslessConfig = field(default_factory=LosslessConfig)
     precision: str | None = None  # None: the model's default precision
@@ -367,6 +410,8 @@ SCHEMA_OF_NODE: dict[str, type] = {
     "topology": TopologyConfig,
     "client": ClientConfig,
     "telemetry": TelemetryConfig,
+    "slo": SloConfig,
+    "search": SearchConfig,
     "eval": EvalConfig,
     "lossless": LosslessConfig,
 }

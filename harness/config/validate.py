@@ -18,6 +18,7 @@ from harness.config.errors import ConfigError, did_you_mean
 from harness.config.kinds import ENGINE_KINDS, SAMPLE_METHODS, SAMPLING_ENGINES, WORKLOAD_KINDS
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 from harness.config.validate_scenario import check_dataset, check_fixed
+from harness.config.validate_slo import check_slo_settings
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
 # Bounds that keep a typo from building prompts for minutes before anything is measured:
@@ -316,6 +317,7 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"recipes/model/{model.name}.yaml")
     if sc_.kind == "fixed":
         check_fixed(sc, where)
+    check_slo_settings(sc, where)
     check_dataset(sc, where)
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines import cpu_split, prometheus
+from harness.engines import cpu_split, profiler, prometheus
 from harness.engines.base import EngineAdapter
 from harness.engines.process import (
     EngineStartError,
@@ -40,6 +40,15 @@ class EngineSession:
         self._client_mask: set[int] | None = None  # this process's cores before pinning
 
     @property
+    def trace_dir(self) -> Path:
+        """Where a launched engine writes its profiler traces (engine.profile)."""
+        return self.run_root / "profiles" / self.launch_id
+
+    def headers(self) -> dict[str, str]:
+        """What every call to the server carries (the API key, when one is set)."""
+        return self._headers()
+
+    @property
     def log_path(self) -> Path:
         return self.run_root / "servers" / f"{self.launch_id}.log"
 
@@ -52,6 +61,7 @@ class EngineSession:
             return
         port = free_port()
         plan = a.launch_plan(port, self.max_concurrency)
+        plan.env.update(profiler.launch_env(a.sc, self.trace_dir))
         workdir = self.run_root / "launch" / self.launch_id
         self.proc = ServerProcess(plan, workdir, self.log_path)
         self.launches += 1

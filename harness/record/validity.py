@@ -233,6 +233,21 @@ def speculation_rule(method: str, mode: str, k: int, realised: float | None,
                  "point with its label marked unverified")]
 
 
+# A send later than this after its scheduled time means the client fell behind its schedule
+# (timestamped replay and open-loop arrivals).
+MAX_SEND_LAG_P99_S = 0.005
+
+
+def schedule_rule(lag_p99_ms: float | None) -> list[Rule]:
+    """An open-loop point is invalid when the client sent late (p99 of send lag)."""
+    bound = MAX_SEND_LAG_P99_S * 1e3
+    ok = lag_p99_ms is None or lag_p99_ms <= bound
+    return [Rule("schedule_kept", ok, lag_p99_ms, f"p99 <= {bound:g} ms",
+                 f"requests were sent {lag_p99_ms or 0:.1f} ms late at p99 (the client fell "
+                 "behind its schedule)", "lower the rate or speed-up, or give the client an "
+                 "idle core")]
+
+
 def judge(*groups: Iterable[Rule]) -> Validity:
     return Validity(tuple(r for g in groups for r in g))
 

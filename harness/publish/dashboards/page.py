@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.publish.curves import series_key, series_label, with_costs
+from harness.publish.dashboards.capacity import capacity_figures, read_searches
 from harness.publish.dashboards.point_page import (
     NO_TELEMETRY,
     SUMMARY_KEYS,
@@ -29,8 +30,9 @@ from harness.record.results import atomic_write
 
 # The axes a reader can choose, in menu order; labels and directions are the catalogue's.
 X_AXIS_KEYS = ("median_intvty", "p90_intvty", "p99_intvty", "p90_e2e_intvty", "p75_e2e_intvty",
-               "median_e2el", "median_ttft", "p99_ttft")
-Y_AXIS_KEYS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu",
+               "median_e2el", "median_ttft", "p99_ttft", "p90_tpot", "goodput_share")
+Y_AXIS_KEYS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "goodput",
+               "goodput_share",
                *(f"cost_per_mtok_{t}" for t in PRICE_TIERS),
                *(f"tok_per_dollar_{t}" for t in PRICE_TIERS), "tok_s_per_mw", "j_per_tok")
 
@@ -129,6 +131,18 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
             f"{p.get('conc')} session trees · fit {_fmt(p.get('fit'))} · QPS {_fmt(p.get('qps'))} "
             f"req/s · prefix hits theoretical {_fmt(p.get('theoretical_hit_rate'))}, "
             f"server {_fmt(p.get('server_hit_rate'))}")
+    if p.get("rate") is not None:
+        lines.append(f"open loop: {p.get('arrival')} at {_fmt(p.get('rate'))} req/s, cap "
+                     f"{p.get('conc') or 'none'} · send lag p99 "
+                     f"{_fmt(p.get('send_lag_p99_ms'))} ms")
+    if p.get("goodput") is not None:
+        slo = ", ".join(f"{k} <= {_fmt(p.get(f'slo_{k}_ms'))} ms"
+                        for k in ("ttft", "tpot", "e2el") if p.get(f"slo_{k}_ms") is not None)
+        lines.append(f"goodput {_fmt(p.get('goodput'))} req/s ({_fmt(p.get('goodput_share'))} of "
+                     f"requests met {slo})")
+    if p.get("profile_start_ts") is not None:
+        where = p.get("profile_traces") or p.get("profile_trace_dir") or "the server's trace dir"
+        lines.append(f"engine profile: {where}")
     power = power_line(p)
     if power:  # measured from telemetry, beside (never replacing) the table-based J/token
         lines.append(power)
@@ -173,7 +187,8 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
         for k in ("point_id", "run_id", "model", "precision", "chip", "engine", "spec_method",
                   "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover",
                   "published", "source", "engine_version", "harness_revision",
-                  "invalid_reasons", "power_valid", "has_telemetry", "_root"):
+                  "invalid_reasons", "power_valid", "has_telemetry", "_root", "rate",
+                  "arrival"):
             keep[k] = _clean(p.get(k))
         keep["page"] = page_href(out, p) if out is not None else None
         res.append(keep)
@@ -187,7 +202,7 @@ def _script_json(obj: Any) -> str:
 
 
 def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
-                payload: list[dict[str, Any]] | None = None) -> str:
+                payload: list[dict[str, Any]] | None = None, capacity: list | None = None) -> str:
     """The page; `payload` is `payload_points(points, out)` when the caller has it already."""
     from plotly.offline import get_plotlyjs
 
@@ -203,6 +218,7 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
         "palette": PALETTE,
         "price_tiers": list(PRICE_TIERS),
         "default_targets": {"fixed": [20, 40, 60], "agentic": [1, 2, 5]},
+        "capacity": capacity or [],
     }
     js = "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
                    for f in ("interp.js", "compare.js", "dashboard.js"))
@@ -238,11 +254,30 @@ diamonds and dashed curves are published InferenceX rows. Sources:</p><ul id="so
 </div>
 <div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
 <div id="view-trend" hidden><div id="trend-count"></div><div id="trend"></div></div>
+<div id="capacity"></div>
 <script type="application/json" id="harness-data">{_script_json(data)}</script>
 <script>{get_plotlyjs()}</script>
 <script>{js}</script>
+<script>{_CAPACITY_JS}</script>
 </body></html>
 """
+
+
+# search=slo results (capacity.py): one chart each, under the frontier
+_CAPACITY_JS = """(function () {
+  const figs = JSON.parse(document.getElementById("harness-data").textContent).capacity || [];
+  const box = document.getElementById("capacity");
+  if (!figs.length) return;
+  const h = document.createElement("h2");
+  h.textContent = "Capacity at the SLO (search=slo)";
+  box.appendChild(h);
+  figs.forEach((f, i) => {
+    const d = document.createElement("div");
+    d.id = "capacity-" + i;
+    box.appendChild(d);
+    Plotly.newPlot(d, f.data, f.layout, {displaylogo: false, responsive: true});
+  });
+})();"""
 
 
 def load_points(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
@@ -258,5 +293,7 @@ def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str,
     payload = payload_points(points, out if point_pages else None)
     if point_pages:
         write_point_pages(payload, out)
-    atomic_write(out, render_page(points, title, payload=payload).encode())
+    capacity = capacity_figures(read_searches(run_dirs), points)
+    atomic_write(out, render_page(points, title, payload=payload,
+                                  capacity=capacity).encode())
     return out

@@ -164,9 +164,38 @@ function timeline() {
     height: Math.max(300, 40 * tl.rows.length + 120)}, CONFIG);
 }
 
+function sloChart() {
+  // each measured request's TTFT against its TPOT, coloured by whether it met every SLO;
+  // the bounds as lines (docs/slo.md)
+  const S = D.slo;
+  if (!S) return;
+  document.getElementById("slo-title").hidden = false;
+  const box = document.getElementById("slo");
+  box.hidden = false;
+  const n = S.good.length, good = S.good.filter(Boolean).length;
+  const b = S.bounds;
+  document.getElementById("slo-note").textContent =
+    `${good} of ${n} measured requests met every SLO (` +
+    Object.entries(b).map(([k, v]) => `${k} <= ${v} ms`).join(", ") + ")";
+  const pick = want => S.good.map((g, i) => (g === want && !S.failed[i]) ? i : -1).filter(i => i >= 0);
+  const trace = (idx, name, color) => ({type: "scatter", mode: "markers", name,
+    x: idx.map(i => S.ttft[i]), y: idx.map(i => S.tpot[i]),
+    text: idx.map(i => `E2EL ${fmt(S.e2el[i])} ms`), marker: {color, size: 6}});
+  const shapes = [];
+  if (b.ttft !== undefined) shapes.push({type: "line", xref: "x", yref: "paper", x0: b.ttft,
+    x1: b.ttft, y0: 0, y1: 1, line: {dash: "dash", color: "#d62728"}});
+  if (b.tpot !== undefined) shapes.push({type: "line", xref: "paper", yref: "y", x0: 0, x1: 1,
+    y0: b.tpot, y1: b.tpot, line: {dash: "dash", color: "#d62728"}});
+  Plotly.newPlot(box, [trace(pick(true), "met every SLO", "#2ca02c"),
+                       trace(pick(false), "missed one", "#d62728")],
+    {xaxis: {title: {text: "TTFT (ms)"}}, yaxis: {title: {text: "TPOT (ms)"}}, shapes,
+     margin: {t: 20, r: 20, b: 50, l: 60}, legend: {orientation: "h", y: -0.2}}, CONFIG);
+}
+
 header();
 if (D.has_requests) {
   distributions();
+  sloChart();
   overTime();
   series();
   if (P.point.scenario_kind === "agentic" || D.timeline.rows.length > 1) timeline();

@@ -212,4 +212,28 @@ def point_payload(point: dict[str, Any], root: Path) -> dict[str, Any]:
     out["timeline"] = timeline(r, t0)
     out["series_source"], series = read_series(root, pid, t0, server)
     out["series"] = families(series)
+    out["slo"] = slo_figures(point, r)
     return out
+
+
+def slo_figures(point: dict[str, Any], r: dict[str, Any]) -> dict[str, Any] | None:
+    """Each measured request against the point's SLOs (docs/slo.md): TTFT, TPOT (0 for one
+    output token, as goodput counts it) and E2EL in ms, and whether it met every one."""
+    bounds = {k: point.get(f"slo_{k}_ms") for k in ("ttft", "tpot", "e2el")}
+    bounds = {k: float(v) for k, v in bounds.items() if v is not None}
+    if not bounds:
+        return None
+    measured = r["phase"] == PHASE_MEASURED
+    ok = (r["http_status"] == 200) & (r["error"] == "") & ~r["truncated"].astype(bool)
+    per_chunk = np.diff(r["chunk_offsets"])
+    tokens = np.where(r["completion_tokens"] >= 0, r["completion_tokens"], per_chunk)
+    send, first = r["send_ts"], r["first_token_ts"]
+    last = r["last_token_ts"] if "last_token_ts" in r else r["end_ts"]
+    vals = {"ttft": (first - send) * 1e3, "e2el": (last - send) * 1e3,
+            "tpot": np.where(tokens > 1, (last - first) / np.maximum(tokens - 1, 1), 0.0) * 1e3}
+    sel = measured
+    good = ok.copy()
+    for k, b in bounds.items():
+        good &= np.nan_to_num(vals[k], nan=np.inf) <= b
+    return {"bounds": bounds, "ttft": vals["ttft"][sel], "tpot": vals["tpot"][sel],
+            "e2el": vals["e2el"][sel], "good": good[sel], "failed": ~ok[sel]}

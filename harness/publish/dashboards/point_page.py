@@ -31,7 +31,9 @@ from harness.record.results import atomic_write, safe_name
 NO_TELEMETRY = "no power telemetry on this host"  # harness.publish.dashboards.page says it too
 
 # Numbers shown in the page's table, when the point has them (energy from telemetry too).
-SUMMARY_KEYS = ("conc", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
+SUMMARY_KEYS = ("conc", "rate", "send_lag_p99_ms", "goodput", "goodput_share", "slo_ttft_ms",
+                "slo_tpot_ms", "slo_e2el_ms", "slo_ttft_met_share", "slo_tpot_met_share",
+                "slo_e2el_met_share", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
                 "p90_e2e_intvty", "median_ttft", "p99_ttft", "median_tpot", "median_e2el",
                 "qps", "measured_avg_power_w", "measured_j_per_tok", "measured_j_per_output_tok",
                 "measured_tok_s_per_mw", "power_valid", "j_per_tok", "tok_s_per_mw",
@@ -143,6 +145,9 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <table id="summary"></table>
 <h2>Latency distributions</h2>
 <div class="grid" id="dists"></div>
+<h2 id="slo-title" hidden>Requests against the SLO</h2>
+<p id="slo-note"></p>
+<div class="chart" id="slo" hidden></div>
 <h2>Throughput and in flight over time</h2>
 <div class="chart" id="over-time"></div>
 <h2>Time series</h2>
