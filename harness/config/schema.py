@@ -358,6 +358,9 @@ class ClientConfig:
     max_event_bytes: int = 4 << 20
     # Client processes a point's load is split over (harness/client/workers.py); 1: one.
     workers: int = 1
+    # What reads the measured stream: aiohttp, or httptools (our own protocol over llhttp,
+    # harness/client/h1_stream.py; docs/client.md "Transports").
+    transport: str = "aiohttp"
     # A point is flagged when the client held requests longer than this between issuing one
     # and its body reaching the socket (p99, connection set-up excluded)...
     max_queue_delay_ms: float = 10.0

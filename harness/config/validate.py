@@ -325,6 +325,10 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
                           "use completions or chat")
+    if sc.client.transport not in ("aiohttp", "httptools"):
+        raise ConfigError(where("client.transport"), "client.transport",
+                          f"unknown transport {sc.client.transport!r}",
+                          "use aiohttp (the default) or httptools (docs/client.md)")
     check_speculator(sc, where)
     check_correctness(sc, where)
     topo = sc.topology

@@ -105,7 +105,8 @@ def client_settings(sc: SweepConfig, keep_alive: bool) -> ClientSettings:
         max_stamp_err_ms=sc.client.max_stamp_err_ms, max_cpu_share=sc.client.max_cpu_share,
         max_event_bytes=sc.client.max_event_bytes, keep_alive=keep_alive,
         max_queue_delay_ms=sc.client.max_queue_delay_ms,
-        max_stall_share=sc.client.max_stall_share, workers=sc.client.workers)
+        max_stall_share=sc.client.max_stall_share, workers=sc.client.workers,
+        transport=sc.client.transport)
 
 
 def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,

@@ -18,7 +18,11 @@ from harness.publish.dashboards.page import hover_lines
 from harness.record.validity import ValiditySettings, acceptance_rule, speculation_rule
 from harness.workloads.traces import TraceError, load_traces
 from tests.faults.test_replies import fetch
+from tests.helpers import both_transports
 from tests.test_config_errors import _error
+
+# fetch reads test_replies' ClientSettings: the stream tests here run over both transports
+transport = both_transports("tests.faults.test_replies", autouse=False)
 
 PYTHON_TAG = "name: !!python/object/apply:os.system ['touch {marker}']\n"
 
@@ -92,6 +96,7 @@ def test_run_location_quotes_the_last_override_too(tmp_path) -> None:
     ("application/json", b'{"choices": [{"text": "hi"}]}', '"choices"'),
 ])
 @pytest.mark.parametrize("strict", [False, True], ids=["fast", "strict"])
+@pytest.mark.usefixtures("transport")
 def test_a_200_that_is_not_a_stream_names_its_content_type(ctype, body, said, strict) -> None:
     rec = fetch([body], strict=strict, headers={"Content-Type": ctype})
     assert not rec.ok and rec.http_status == 200
@@ -99,6 +104,7 @@ def test_a_200_that_is_not_a_stream_names_its_content_type(ctype, body, said, st
     assert said in rec.error and "[DONE]" not in rec.error, rec.error
 
 
+@pytest.mark.usefixtures("transport")
 def test_an_event_stream_with_parameters_is_still_a_stream() -> None:
     from tests.faults.test_replies import _stream
 
