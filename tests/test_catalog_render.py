@@ -24,7 +24,8 @@ from harness.catalog.render import compose_recipe, render_launches
 from harness.engines.trtllm import METRICS_OPTIONS
 from tests.catalog_capture_fixtures import COMMIT, FIXTURES, as_capture_file
 
-CAPTURED = Path(__file__).resolve().parents[1] / "recipes" / "recipe" / "captured"
+RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "recipe"
+CAPTURED = RECIPES / "captured"
 SHIPPED = sorted(p for p in CAPTURED.glob("*.json")) if CAPTURED.is_dir() else []
 ADDED_FLAGS = {"sglang": [("--enable-metrics",)]}
 
@@ -51,9 +52,11 @@ def _strip_added(engine: str, argv: list[str], captured: list[str]) -> list[str]
     return out
 
 
-def compare(entry: dict, launches: list[dict], key: str) -> list[str]:
-    """Every difference between the recipe's rendered launches and the captures."""
-    recipe = catalog_to_recipe(launches, entry, key, COMMIT)
+def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = None
+            ) -> list[str]:
+    """Every difference between the recipe's rendered launches and the captures (the recipe:
+    the shipped file when given, else written from the captures)."""
+    recipe = recipe if recipe is not None else catalog_to_recipe(launches, entry, key, COMMIT)
     weights = {weights_of(c) for c in launches} - {""}
     ports = {int((c.get("env_in") or {}).get("PORT", 8888)) for c in launches}
     assert len(ports) == 1, f"{key}: launches on several job ports {ports}"
@@ -173,7 +176,12 @@ def test_every_shipped_capture_renders_back(path: Path) -> None:
     if doc.get("kind") == "multinode" or not any(c.get("status") == "ok"
                                                  for c in doc.get("launches") or []):
         pytest.skip(f"{doc['key']}: {doc.get('reason') or 'nothing captured'}")
-    assert compare(doc["entry"], doc["launches"], doc["key"]) == []
+    shipped = RECIPES / f"{doc['key']}.yaml"
+    assert shipped.is_file(), f"{shipped}: no recipe for a captured key; run harness catalog import"
+    recipe = yaml.safe_load(shipped.read_text())
+    # the shipped file is what the importer writes from these captures (nothing hand-edited)
+    assert recipe == catalog_to_recipe(doc["launches"], doc["entry"], doc["key"], doc["commit"])
+    assert compare(doc["entry"], doc["launches"], doc["key"], recipe) == []
 
 
 @pytest.mark.slow  # three compositions of shipped recipes

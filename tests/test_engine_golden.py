@@ -111,7 +111,7 @@ def test_trtllm_dsr1_fp4_b200_dep8_mtp3_with_extra_options_yaml() -> None:
 
 def test_trtllm_forced_acceptance_counts_drafts_only() -> None:
     # the catalog recipe (upstream command and YAML) gets the same knob
-    p = _plan(["recipe=dsr1-fp4-b200-trt-mtp-dpa"], AcceptancePlan("injected", 2.5, "t"))
+    p = _plan(["recipe=dsr1-fp4-b200-trt-mtp"], AcceptancePlan("injected", 2.5, "t"))
     assert p.env == {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "1.5"}
 
 
@@ -143,7 +143,7 @@ def test_container_image_wraps_the_command_and_passes_env_by_name() -> None:
 
 def test_no_engine_builds_a_shell_string() -> None:
     for ov in (["recipe=dsr1-fp4-b200-sglang-mtp"], VLLM_FP8_H200_TP8_MTP1,
-               ["recipe=dsr1-fp4-b200-trt-mtp-dpa"], ["recipe=dsr1-fp8-mi355x-atom-mtp"],
+               ["recipe=dsr1-fp4-b200-trt-mtp"], ["recipe=dsr1-fp8-mi355x-atom-mtp"],
                ["engine=vllm", "engine.extra_args=[--x, 'a b; rm -rf /']"]):
         p = _plan(ov)
         assert isinstance(p.argv, list) and all(isinstance(a, str) for a in p.argv)
@@ -174,7 +174,7 @@ def test_stream_interval_per_engine() -> None:
     the setting; a point records it because ITL is per chunk."""
     assert _adapter(["recipe=dsr1-fp4-b200-sglang-mtp"]).stream_interval == 10  # argv flag
     assert _adapter(["recipe=dsr1-fp8-b200-sglang"]).stream_interval == 30
-    assert _adapter(["recipe=dsr1-fp4-b200-trt-mtp-dpa"]).stream_interval == 10  # YAML key
+    assert _adapter(["recipe=dsr1-fp4-b200-trt-mtp"]).stream_interval == 10  # YAML key
     assert _adapter(["recipe=dsr1-fp8-h200-trt"]).stream_interval == 10
     assert _adapter(["recipe=dsv4-fp4-b200-vllm"]).stream_interval == 1  # vLLM's default
     assert _adapter([*VLLM_FP8_H200_TP8_MTP1, "engine.extra_args=['--stream-interval=4']"]

@@ -28,6 +28,7 @@ from harness.catalog.multinode import (
     chip_of,
 )
 from harness.engines.template import max_model_len
+from harness.spec.drafters import speculator_from_server_argv
 
 ENGINE_OF = {"sglang": "sglang", "vllm": "vllm", "trt": "trtllm", "trtllm": "trtllm",
              "atom": "atom"}
@@ -239,6 +240,30 @@ def _scenario(key: str, ok: list[dict]) -> str:
     return FIXED_SCENARIO[next(iter(shapes))]
 
 
+def _drafter(c: dict, engine: str) -> dict[str, Any] | None:
+    """What the captured server command drafts with (harness/spec/drafters.py), None when it
+    runs no speculation or names an engine the reader does not know."""
+    server = c.get("server") or {}
+    env = {**(c.get("env_in") or {}), **(server.get("env_added") or server.get("env") or {})}
+    try:
+        return speculator_from_server_argv(engine, list(server.get("argv") or []),
+                                           {str(k): str(v) for k, v in env.items()},
+                                           server.get("files") or {})
+    except ValueError:
+        return None
+
+
+def _speculator_node(d: dict[str, Any]) -> dict[str, Any]:
+    """The recipe's speculator settings as the command runs them: the harness labels, looks up
+    and verifies acceptance for this drafter, k and sample method (not the recipe default)."""
+    node: dict[str, Any] = {"k": int(d["k"])}
+    if d.get("draft_model"):
+        node["draft_model"] = d["draft_model"]
+    if d.get("sample_method"):
+        node["sample_method"] = d["sample_method"]
+    return node
+
+
 def _launch_template(c: dict, engine: str) -> dict[str, Any]:
     """One capture templated: its argv, TRT YAML, placeholder values, port offset, env."""
     values = launch_values(c)
@@ -293,14 +318,18 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
     env_common = {k: v for k, v in per[0]["env"].items()
                   if all(p["env"].get(k) == v for p in per)}
     spec_rows = [str((p["c"].get("job") or {}).get("spec-decoding", "none")) for p in per]
-    spec = any(s != "none" for s in spec_rows)
+    drafts = [_drafter(p["c"], engine) for p in per]
+    first = next((d for d in drafts if d), None)
+    spec = any(s != "none" for s in spec_rows) or first is not None
     setups = [server_setup(p["c"]) for p in per]
     common_setup = setups[0] if all(s == setups[0] for s in setups) else []
     rows: list[dict[str, Any]] = []
     index: dict[str, int] = {}
-    for p, (_, groups), sd in zip(per, split, spec_rows, strict=True):
+    for p, (_, groups), sd, d in zip(per, split, spec_rows, drafts, strict=True):
         row = _row(p, _minus(groups, common), env_common, spec and sd == "none",
                    scenario if scenario == AGENTIC_SCENARIO else None, common_setup)
+        if d and first and d["k"] != first["k"]:  # k chosen per concurrency (DSpark keys)
+            row["speculator_k"] = d["k"]
         ident = repr(sorted(row.items()))
         if ident not in index:
             index[ident] = len(rows)
@@ -316,9 +345,11 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
         "defaults": [{"override /model": MODEL_RECIPE.get(prefix, prefix)},
                      {"override /chip": chip_of(str(e.get("runner")))},
                      {"override /engine": engine},
-                     {"override /speculator": "mtp" if spec else "none"},
+                     {"override /speculator": first["method"] if first else
+                      ("mtp" if spec else "none")},
                      {"override /scenarios": scenario}],
         "precision": str(e.get("precision")),
+        **({"speculator": _speculator_node(first)} if first else {}),
         "recipe_source": f"SemiAnalysisAI/InferenceX@{commit} {ok[0].get('master')} key {key} "
                          f"script {' '.join(scripts)}",
         "relaunch_per_concurrency": True,

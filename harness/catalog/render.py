@@ -78,7 +78,11 @@ def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str = UPST
             item["deployment"] = s.engine.deployment
             out.append(item)
             continue
-        bare = replace(s, engine=replace(s.engine, image=None, setup=[], host=host))
+        # upstream's bind address only where the command names one (a template without
+        # {host} keeps the engine's own default, which the settings check then accepts)
+        named = "{host}" in " ".join([*s.engine.argv_template, *s.engine.extra_args])
+        bare = replace(s, engine=replace(s.engine, image=None, setup=[],
+                                         host=host if named else s.engine.host))
         adapter = make_adapter(bare)
         plan = adapter.launch_plan(port + s.engine.port_offset, max(s.concurrency))
         t = s.topology

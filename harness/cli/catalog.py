@@ -35,12 +35,15 @@ def _import(a: argparse.Namespace) -> int:
         return 2
     for note in state.notes():
         print(f"note: {note}")
-    n = write_recipes(results, state.commit, out)
-    if n is None:
+    written = write_recipes(results, state.commit, out)
+    if written is None:
         print("recipes not written: harness/catalog/recipe_writer.py (catalog_to_recipe) is not "
               "on this tree; the captures are in " + str(out / "captured"))
     else:
+        n, missing = written
         print(f"{n} recipes written to {out}")
+        for why in missing:  # nothing dropped silently: each key without a recipe, and why
+            print(f"no recipe: {why}")
     report = a.report if a.report is not None else out / "captured" / "IMPORT_REPORT.md"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(render(state, results, str(a.dir)))
@@ -55,7 +58,12 @@ def _show(a: argparse.Namespace) -> int:
         print("harness catalog show: harness/catalog/show.py is not on this tree yet",
               file=sys.stderr)
         return 2
-    return int(show(a.key, a.json) or 0)
+    try:
+        print(show(a.key, a.json))
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        print(f"harness catalog show: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _diff(a: argparse.Namespace) -> int:
@@ -65,7 +73,12 @@ def _diff(a: argparse.Namespace) -> int:
         print("harness catalog diff: harness/catalog/diff.py is not on this tree yet",
               file=sys.stderr)
         return 2
-    return int(diff(a.old, a.new) or 0)
+    try:
+        print(diff(a.old, a.new))
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        print(f"harness catalog diff: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def catalog_command(argv: list[str]) -> int:

@@ -49,13 +49,19 @@ class LaunchPlan:
 
 # engine.* settings every adapter honours: which adapter, which speculators it may run, a
 # version the running server must report (checked when it is identified), injection allowed
-CHECKS_ONLY = ("kind", "version", "speculators", "can_inject_acceptance", "startup_timeout_s")
+# (profile and reset_cache_before_point: harness/engines/profiler.py applies them or refuses
+# them for an engine without the endpoints, before anything starts)
+CHECKS_ONLY = ("kind", "version", "speculators", "can_inject_acceptance", "startup_timeout_s",
+               "profile", "reset_cache_before_point")
 # ...and those a launched engine's command, environment or container carry
+# (helpers and port_offset: started and placed by harness/engines/session.py; setup: run in the
+# image before the server, containerize; kv_offload: harness/engines/kv_offload.py, or carried by
+# an upstream command that spells its own offload flags)
 LAUNCH_SETTINGS = ("extra_args", "env", "image", "container_runtime", "python", "argv_template",
-                   "host")
+                   "host", "helpers", "port_offset", "setup", "kv_offload")
 # an attached server: nothing is launched, so nothing about a launch applies
 ENDPOINT_SETTINGS = frozenset({"kind", "version", "speculators", "startup_timeout_s", "url",
-                               "api_key_env", "family"})
+                               "api_key_env", "family", "metrics_url", "deployment"})
 _UNUSED_FIX = {
     ("", "url"): "remove engine.url, or use engine=endpoint to attach to a running server",
     ("", "api_key_env"): "remove engine.api_key_env: a launched engine is started without a "
