@@ -25,14 +25,18 @@ RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 # agentic replay, plain at 1 and 2 session trees and with injected acceptance lengths 1.4 and
 # 1.8 through the model drafting for itself (at one tree: llama.cpp's draft model slows ~20x
 # with two busy slots), one merged agentic curve with each point's method, k and ALs in its
-# tooltip; then the dashboard.
+# tooltip; then the dashboard, and last the speedup of each speculative series over plain
+# (`harness speculation`: equal-concurrency ratios, crossover load, step cost; the dashboard's
+# speculation view shows the same). The n-gram job ends with its correctness stage (docs/evals.md):
+# the lossless check against a launch without the speculator, and GSM8K on the shipped slice.
 run: $(STAMP)
 	$(BIN)/harness sweep run_id=$(RUN_ID)
-	$(BIN)/harness sweep speculator=ngram 'concurrency=[1,2,4]' run_id=$(RUN_ID)
+	$(BIN)/harness sweep speculator=ngram 'concurrency=[1,2,4]' eval=gsm8k-slice run_id=$(RUN_ID)
 	$(BIN)/harness sweep scenarios=agentic-weka-cpu-decode 'concurrency=[1,2]' run_id=$(RUN_ID)
 	$(BIN)/harness sweep -m scenarios=agentic-weka-cpu-decode speculator=self_draft \
 		speculator.acceptance.length=1.4,1.8 'concurrency=[1]' run_id=$(RUN_ID)
 	$(BIN)/harness dashboard results/$(RUN_ID) --out dashboards/latest.html
+	$(BIN)/harness speculation results/$(RUN_ID)
 
 test: $(STAMP)
 	# -rs: why anything skipped; the slowest tests keep the suite's time in view (target: well under 20 min)

@@ -10,6 +10,7 @@ Prints one row per concurrency: chunks/s, reads/s, client CPU share, mean reques
 against the requested concurrency, and the timestamp error (client stamp - server send time).
 
 Run: python benchmarks/client_ingest.py [--seconds 8] [--concurrency 32 64 128 256]
+     [--transport aiohttp|httptools]
 Reference points (one client core, measured by the project's authors): vllm bench serve ~205k
 chunks/s, SGLang's Python client ~115k, AIPerf ~28k, SGLang's Rust client ~747k.
 """
@@ -57,9 +58,9 @@ def _stamp_errors(records: list) -> np.ndarray:
 
 
 def _phase(concurrency: int, seconds: float, max_tokens: int, port: int, lockstep: bool,
-           workers: int, request_s: float) -> tuple[Any, float]:
+           workers: int, request_s: float, transport: str) -> tuple[Any, float]:
     """The phase and the client's CPU seconds (its own, or its worker processes')."""
-    settings = ClientSettings(f"http://127.0.0.1:{port}")
+    settings = ClientSettings(f"http://127.0.0.1:{port}", transport=transport)
     if workers > 1:  # a fixed number of requests (a deadline generator cannot be shipped)
         rounds = max(1, round(seconds / request_s))
         specs = _specs(concurrency * rounds, max_tokens, sample_every=50, lockstep=lockstep)
@@ -83,8 +84,10 @@ def _phase(concurrency: int, seconds: float, max_tokens: int, port: int, lockste
 
 
 def run(concurrency: int, seconds: float, max_tokens: int, port: int,
-        lockstep: bool = False, workers: int = 1, request_s: float = 1.0) -> dict[str, float]:
-    phase, cpu_s = _phase(concurrency, seconds, max_tokens, port, lockstep, workers, request_s)
+        lockstep: bool = False, workers: int = 1, request_s: float = 1.0,
+        transport: str = "aiohttp") -> dict[str, float]:
+    phase, cpu_s = _phase(concurrency, seconds, max_tokens, port, lockstep, workers, request_s,
+                          transport)
     chunks = sum(len(r.chunk_ts) for r in phase.records)
     failed = sum(not r.ok for r in phase.records)
     errs = _stamp_errors(phase.records)
@@ -124,6 +127,8 @@ def main() -> None:
                    help="every request the same length, so all finish in the same instant")
     p.add_argument("--workers", type=int, default=1,
                    help="client processes (client.workers); > 1: a fixed request count")
+    p.add_argument("--transport", choices=["aiohttp", "httptools"], default="aiohttp",
+                   help="client.transport: what reads the stream")
     # cpu and per core: the client processes' CPU seconds (each process's own process_time)
     a = p.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
@@ -142,7 +147,8 @@ def main() -> None:
               f"{'pass99':>8} {'timer99':>8} {'bound99':>8} {'queue99':>8} "
               f"{'lag max':>8} flag  (ms)")
         for c in a.concurrency:
-            r = run(c, a.seconds, a.max_tokens, port, a.lockstep, a.workers, request_s)
+            r = run(c, a.seconds, a.max_tokens, port, a.lockstep, a.workers, request_s,
+                    a.transport)
             print(f"{c:>5} {r['chunks_per_s']:>10,.0f} {r['per_core']:>10,.0f} "
                   f"{r['requests']:>6} {r['duplicates']:>3} {r['failed']:>4} "
                   f"{r['cpu_share']:>5.2f} {r['inflight_mean']:>8.1f} {r['err_p50_ms']:>8.3f} "

@@ -10,8 +10,12 @@ benchmarks/client_ingest.py (harness.testing.fast_sse_server, one event per writ
 what any client written on this event loop can reach there; the harness client's figure is
 printed beside it.
 
+The floor and the harness client over each `client.transport` are alternated `--rounds` times
+on one server shape, so a noisy host shifts them alike; the ratios' medians are printed.
+
 Run: python benchmarks/read_floor.py [--streams 64 256] [--seconds 5] [--tick-ms 2]
-Last line, for scripts: `read_floor streams=N per_core=X harness_per_core=Y`.
+     [--transports aiohttp httptools] [--rounds 3]
+Last lines, for scripts: `read_floor streams=N aiohttp_pct=X httptools_pct=Y` (of the floor).
 """
 
 from __future__ import annotations
@@ -69,34 +73,52 @@ async def _lean(port: int, streams: int, seconds: float) -> dict[str, float]:
             "per_core": chunks / cpu, "err_p99_ms": float(np.percentile(e, 99))}
 
 
+def _harness(n: int, a: argparse.Namespace, env: dict[str, str],
+             transport: str) -> dict[str, float]:
+    import client_ingest  # the harness client on the same server and shape
+
+    with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "1",
+                      "--tick-ms", str(a.tick_ms), env=env) as port:
+        max_tokens = int(a.seconds * 1000 / a.tick_ms / 4)  # four rounds of requests
+        return client_ingest.run(n, a.seconds, max_tokens, port, request_s=a.seconds / 4,
+                                 transport=transport)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--streams", type=int, nargs="+", default=[64, 256])
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--tick-ms", type=float, default=2.0)
+    p.add_argument("--transports", nargs="+", default=["aiohttp", "httptools"],
+                   choices=["aiohttp", "httptools"], help="client.transport values measured")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="floor and each transport alternated this many times; medians printed")
     a = p.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     env = {"FAST_SSE_CPU": str(cpus[-1])} if len(cpus) > 1 else {}
     if len(cpus) > 1:
         os.sched_setaffinity(0, {cpus[0]})
-    import client_ingest  # the harness client on the same server and shape
-
-    print(f"{'streams':>7} {'chunks/s':>10} {'reads/s':>10} {'cpu':>5} {'per core':>10} "
-          f"{'err p99':>8} {'harness per core':>16}")
+    cols = "".join(f" {t + ' %':>12} {'err99':>6} {'bound':>6}" for t in a.transports)
+    print(f"{'streams':>7} {'round':>5} {'floor/core':>10} {'err99':>6}{cols}  (ms; % of floor)")
     last = ""
     for n in a.streams:
-        with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "1",
-                          "--tick-ms", str(a.tick_ms), env=env) as port:
-            r = uvloop.run(_lean(port, n, a.seconds))
-        with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "1",
-                          "--tick-ms", str(a.tick_ms), env=env) as port:
-            max_tokens = int(a.seconds * 1000 / a.tick_ms / 4)  # four rounds of requests
-            h = client_ingest.run(n, a.seconds, max_tokens, port, request_s=a.seconds / 4)
-        print(f"{n:>7} {r['chunks_per_s']:>10,.0f} {r['reads_per_s']:>10,.0f} {r['cpu']:>5.2f} "
-              f"{r['per_core']:>10,.0f} {r['err_p99_ms']:>8.3f} {h['per_core']:>16,.0f}")
-        last = f"read_floor streams={n} per_core={r['per_core']:.0f} " \
-               f"harness_per_core={h['per_core']:.0f}"
-    print(last)
+        ratios: dict[str, list[float]] = {t: [] for t in a.transports}
+        for k in range(a.rounds):
+            with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "1",
+                              "--tick-ms", str(a.tick_ms), env=env) as port:
+                r = uvloop.run(_lean(port, n, a.seconds))
+            row = f"{n:>7} {k:>5} {r['per_core']:>10,.0f} {r['err_p99_ms']:>6.2f}"
+            for t in a.transports:
+                h = _harness(n, a, env, t)
+                ratios[t].append(h["per_core"] / r["per_core"])
+                row += (f" {h['per_core']:>6,.0f} {100 * ratios[t][-1]:>4.0f}%"
+                        f" {h['err_p99_ms']:>6.2f} {h['est_p99_ms']:>6.2f}")
+            print(row, flush=True)
+        med = " ".join(f"{t}={100 * float(np.median(v)):.0f}%" for t, v in ratios.items())
+        print(f"{n:>7} median of {a.rounds}: {med}", flush=True)
+        last += f"read_floor streams={n} " + " ".join(
+            f"{t}_pct={100 * float(np.median(v)):.1f}" for t, v in ratios.items()) + "\n"
+    print(last, end="")
 
 
 if __name__ == "__main__":

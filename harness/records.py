@@ -60,6 +60,10 @@ class RequestRecord:
     prompt_tokens: int = -1  # from the server's usage; -1 when the server sent none
     completion_tokens: int = -1
     cached_tokens: int = -1
+    # Draft tokens the server proposed and accepted for this request, where its reply says
+    # (llama.cpp's `timings.draft_n` / `draft_n_accepted`); -1 when it does not.
+    spec_draft_tokens: int = -1
+    spec_accepted_tokens: int = -1
     http_status: int = 0
     error: str = ""
     finish_reason: str = ""

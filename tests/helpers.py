@@ -81,3 +81,22 @@ async def loopback_app(path: str, handler: Callable[..., Awaitable[object]]
         yield f"http://127.0.0.1:{runner.addresses[0][1]}"
     finally:
         await runner.cleanup()
+
+
+def both_transports(module_name: str, autouse: bool = True):
+    """A fixture that runs each test of `module_name` once per `client.transport`: the module's
+    own `ClientSettings` name is swapped for one whose default transport is the parameter, so
+    the test body (and what it asserts) is the same for both."""
+    import functools
+
+    import pytest
+
+    from harness.client.streaming import ClientSettings
+
+    @pytest.fixture(autouse=autouse, params=["aiohttp", "httptools"])
+    def transport(request, monkeypatch) -> str:
+        monkeypatch.setattr(sys.modules[module_name], "ClientSettings",
+                            functools.partial(ClientSettings, transport=request.param))
+        return request.param
+
+    return transport

@@ -193,8 +193,10 @@ def test_pass_offsets_count_the_wait_behind_a_pass() -> None:
     assert meter.quantile_ms(0.5) == pytest.approx(0.52, abs=0.03)
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "httptools"])
 @pytest.mark.parametrize(("concurrency", "events"), [(64, 1), (128, 48)])
-def test_stamp_error_figure_bounds_the_measured_error(concurrency: int, events: int) -> None:
+def test_stamp_error_figure_bounds_the_measured_error(concurrency: int, events: int,
+                                                      transport: str) -> None:
     """Issue 10: the client's stamp-error p99 must bound its real error, measured against the
     server's write stamps (harness.testing.fast_sse_server stamps every write with its send
     time on the same clock), from a quiet client (one event per write) to a saturated one
@@ -206,7 +208,8 @@ def test_stamp_error_figure_bounds_the_measured_error(concurrency: int, events: 
     with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", str(events),
                       "--tick-ms", "2") as port:
         async def go():
-            async with StreamingClient(ClientSettings(f"http://127.0.0.1:{port}")) as c:
+            settings = ClientSettings(f"http://127.0.0.1:{port}", transport=transport)
+            async with StreamingClient(settings) as c:
                 return await run_closed_loop(c, specs, concurrency)
 
         phase = run_async(go())

@@ -150,3 +150,16 @@ def test_png_and_svg_export_of_a_view(browser, page_file, tmp_path) -> None:
     assert "<svg" in svg.read_text()[:500]
     data = json.loads(fig.to_json())["data"]
     assert any(t.get("mode") == "lines" for t in data)  # frontier curves drawn
+
+
+def test_speculation_view_draws_ratios_and_tables(page) -> None:
+    """The published rows' MTP series against their plain match: one ratio curve per series,
+    the break-even line, and the tables, on the scenario the page opens on."""
+    page.select_option("#view", "speculation")
+    page.wait_for_function("document.getElementById('spec-chart').data !== undefined")
+    traces = page.evaluate("() => document.getElementById('spec-chart').data.map(t => t.name)")
+    assert traces and all("mtp (published)" in t for t in traces)
+    tables = page.evaluate("""() => [...document.querySelectorAll('.spec-table')]
+        .map(t => t.dataset.table)""")
+    assert {"crossover", "equal_concurrency", "equal_interactivity"} <= set(tables)
+    assert page.errors == [] and page.remote == []

@@ -101,7 +101,7 @@ def test_fixed_point_page_shows_the_run_files(site, tab) -> None:
     assert tab.locator("#identity li", has_text="<img").count() >= 1  # shown as text
     # the table names figures as people read them, with units, never raw keys
     assert tab.locator("#summary th", has_text="Joules per token (measured) (J/tok)").count() == 1
-    assert tab.locator("#summary th", has_text="TTFT, median (ms)").count() == 1
+    assert tab.locator("#summary th", has_text="Throughput per GPU, total (tok/s/GPU)").count() == 1
     assert tab.locator("#summary td", has_text="None").count() == 0
     tab.screenshot(path=str(site["shots"] / "point-fixed.png"), full_page=True)
 

@@ -208,7 +208,9 @@ def test_a_point_records_the_engines_stream_interval(tmp_path) -> None:
     from tests.test_runner_loop import FakeSession, SyntheticWorkload, _record
 
     for extra, want in (([], 1), (["engine.extra_args=['--stream-interval','10']"], 10)):
-        sc = compose_sweep(["engine=endpoint", "engine.url=http://127.0.0.1:9", "run_id=unit",
+        # a launched engine: an attached one's flags are its own (engine.extra_args is refused
+        # there, since nothing the harness passes would reach it)
+        sc = compose_sweep(["engine=vllm", "model=deepseek-r1", "chip=h200", "run_id=unit",
                             "concurrency=[1]", *extra])
         wl = SyntheticWorkload([_record(i) for i in range(10)])
         adapter = make_adapter(sc, hints=wl.hints())

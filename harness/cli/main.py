@@ -24,10 +24,14 @@ commands:
   calibrate   measure acceptance lengths on real agentic-coding text
   ingest-inferencex  InferenceX published rows -> a run directory
   table       throughput at interactivity targets along each frontier (CSV, Markdown)
+  speculation speedup of speculative series over plain: crossover load, best k, break-even AL
   gate        compare a candidate run with a baseline (exit 0 pass, 1 regression, 2 invalid)
   baseline    save a run's points as a committed baseline
   metrics     every metric key: label, unit, which direction is better, definition
   export      a run in other tools' formats (`harness export inferencex RUN_DIR --out DIR`)
+  eval        accuracy evals (lm-eval, InferenceX's settings) on a launched or attached engine
+  check       `harness check lossless`: is speculative decoding lossless on this engine?
+  catalog     InferenceX's catalog from a checkout (`harness catalog import DIR`, show, diff)
 """
 
 
@@ -83,12 +87,13 @@ def _check_run_location(argv: list[str]) -> None:
 
 def _sweep(argv: list[str]) -> int:
     try:
-        from harness.config.groups import check_group_choices
+        from harness.config.groups import check_group_choices, check_yaml_files
         from harness.sweep import app as sweep_app
 
         # `--fresh` is the flag users expect; Hydra would reject it, so it becomes the setting
         argv = ["fresh=true" if a == "--fresh" else a for a in argv]
         check_group_choices(argv)  # an unknown choice fails here with the options listed
+        check_yaml_files(argv)  # a file that does not load: one line, not Hydra's traceback
         argv = _force_value_overrides(argv)
         helping = "--help" in argv or "-h" in argv
         if _override(argv, "run_id") is None and not helping:
@@ -104,6 +109,26 @@ def _sweep(argv: list[str]) -> int:
         print(_interrupted_message(), file=sys.stderr, flush=True)
         _forget_nested_interrupt()
         return 130
+    except Terminated as e:  # SIGTERM: the same unwinding and the same line; exit 143
+        print(_interrupted_message(), file=sys.stderr, flush=True)
+        return int(e.code)
+    return _sweep_status()
+
+
+def _sweep_status() -> int:
+    """0 when the run has a point that did not fail, else 5: every point of the run failed
+    (the engine died or hung on each, or no request succeeded), so nothing usable was
+    measured although the sweep itself ran to the end."""
+    sweep_app = sys.modules.get("harness.sweep.app")
+    current = getattr(sweep_app, "current_run", None)
+    if sweep_app is None or current is None:
+        return 0  # --help, or nothing opened
+    points = sweep_app.read_points(current[0].root)
+    if points and all(p.get("status") == "failed" for p in points):
+        print(f"harness: every point of {current[0].root} failed ({len(points)}); see "
+              "invalid_reasons in points.jsonl and the engine logs in servers/",
+              file=sys.stderr, flush=True)
+        return ALL_FAILED
     return 0
 
 
@@ -214,6 +239,18 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _speculation(argv: list[str]) -> int:
+    from harness.cli.speculation import main as speculation_main
+
+    return speculation_main(argv)
+
+
+def _catalog(argv: list[str]) -> int:
+    from harness.cli.catalog import catalog_command  # reads an InferenceX checkout
+
+    return catalog_command(argv)
+
+
 def _ingest(argv: list[str]) -> int:
     from harness.publish.ingest import IngestError, ingest
 
@@ -232,16 +269,39 @@ def _ingest(argv: list[str]) -> int:
     return 0
 
 
+def _eval(argv: list[str]) -> int:
+    from harness.cli.correctness import eval_command
+
+    return eval_command(argv)
+
+
+def _check(argv: list[str]) -> int:
+    from harness.cli.correctness import check_command
+
+    return check_command(argv)
+
+
 COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "acceptance": _acceptance, "calibrate": _calibrate, "ingest-inferencex": _ingest,
             "gate": _gate, "table": _table, "baseline": _baseline, "metrics": _metrics,
-            "export": _export}
+            "export": _export, "eval": _eval, "check": _check, "catalog": _catalog,
+            "speculation": _speculation}
+
+
+ALL_FAILED = 5  # `harness sweep`: the run ended, but every one of its points failed
+
+
+class Terminated(SystemExit):
+    """SIGTERM, raised where the main thread is (SystemExit: no `except Exception` in a
+    library swallows it)."""
 
 
 def _terminate(signum: int, _frame: object) -> None:
     """SIGTERM (a scheduler cancelling the job, `kill`) unwinds like Ctrl-C: every `finally`
-    runs, so a launched engine is stopped rather than orphaned."""
-    raise SystemExit(128 + signum)
+    runs, so a launched engine is stopped rather than orphaned. The exit status is 143
+    (128 + SIGTERM, what a scheduler expects of a job it cancelled); a sweep prints the same
+    "points kept" line as for Ctrl-C (README, Exit codes)."""
+    raise Terminated(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -323,6 +323,9 @@ class StreamAccumulator:
                 rec.completion_tokens = ev.completion_tokens
                 if ev.cached_tokens >= 0:
                     rec.cached_tokens = ev.cached_tokens
+            if ev.draft_tokens >= 0:
+                rec.spec_draft_tokens = ev.draft_tokens
+                rec.spec_accepted_tokens = ev.draft_accepted
         rec.truncated = not done
         if self.failure or malformed or server_error:
             rec.error = rec.error or self.failure or malformed or server_error

@@ -34,6 +34,10 @@ class ParsedEvent:
     prompt_tokens: int = -1
     completion_tokens: int = -1
     cached_tokens: int = -1
+    # llama.cpp's per-request `timings` (draft tokens proposed and accepted for this request;
+    # ggml-org/llama.cpp:tools/server/server-task.cpp, result_timings::to_json): -1 if absent
+    draft_tokens: int = -1
+    draft_accepted: int = -1
     finish_reason: str = ""
     error: str = ""  # the server's own error event
     malformed: str = ""  # why this event is not what an OpenAI-compatible server sends
@@ -79,6 +83,16 @@ def _read_usage(ev: ParsedEvent, usage: Any) -> str:
         return ""
     ev.cached_tokens, bad = _count(details, "cached_tokens", "usage.prompt_tokens_details")
     return bad
+
+
+def _read_timings(ev: ParsedEvent, timings: dict[str, Any]) -> None:
+    """Per-request draft counts where the server reports them (llama.cpp adds `draft_n` and
+    `draft_n_accepted` when the request drafted). Optional: a bad value is ignored, never a
+    failure - they describe the engine, not the reply."""
+    drafted, _ = _count(timings, "draft_n", "timings")
+    accepted, _ = _count(timings, "draft_n_accepted", "timings")
+    if drafted >= 0 and 0 <= accepted <= drafted:
+        ev.draft_tokens, ev.draft_accepted = drafted, accepted
 
 
 def _read_choices(ev: ParsedEvent, choices: Any) -> str:
@@ -129,6 +143,9 @@ def _parse(event: bytes) -> ParsedEvent | None:
     if err:
         ev.error = str(err.get("message", err) if isinstance(err, dict) else err)[:500]
         ev.error = ev.error or "error event without a message"
+    timings = obj.get("timings")
+    if isinstance(timings, dict):
+        _read_timings(ev, timings)
     usage = obj.get("usage")
     ev.malformed = (_read_usage(ev, usage) if usage is not None else "") or _read_choices(
         ev, obj.get("choices"))

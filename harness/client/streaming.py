@@ -29,14 +29,14 @@ import aiohttp
 from yarl import URL
 
 from harness.client import arrival
+from harness.client.h1_stream import H1Streams, Reply
 from harness.client.health import ClientHealth, HealthProbe
 from harness.client.inflight import InflightAccount
+from harness.client.refusal import ERROR_BODY_BYTES, needs_body, read_some, refusal
 from harness.client.sse import DEFAULT_MAX_EVENT_BYTES, StreamAccumulator
 from harness.records import RequestRecord, RequestSpec
 
 STALL_ERROR = "stalled: no data"
-_ERROR_BODY_BYTES = 65536  # of a non-200 reply's body, read for its message
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 T = TypeVar("T")
 
 
@@ -59,6 +59,8 @@ class ClientSettings:
     # ...or stalled long enough to move p99 E2EL/TPOT by more than this share.
     max_stall_share: float = 0.01
     workers: int = 1  # client processes a point's load is split over (harness.client.workers)
+    # What reads the stream: "aiohttp", or "httptools" (our protocol and llhttp, h1_stream)
+    transport: str = "aiohttp"
 
 
 @dataclass(slots=True, repr=False)
@@ -105,6 +107,7 @@ class StreamingClient(InflightAccount):
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._session: aiohttp.ClientSession | None = None
+        self._h1: H1Streams | None = None
         super().__init__()
 
     async def __aenter__(self) -> StreamingClient:
@@ -131,9 +134,19 @@ class StreamingClient(InflightAccount):
             auto_decompress=False,
             trace_configs=[trace],
         )
+        if self.settings.transport == "httptools":
+            s = self.settings
+            self._h1 = H1Streams(self._base, self._headers, s.connect_timeout_s,
+                                 s.stall_timeout_s, s.keep_alive)
+        elif self.settings.transport != "aiohttp":
+            raise ValueError(f"client.transport is {self.settings.transport!r}: "
+                             "use aiohttp or httptools")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self._h1 is not None:
+            self._h1.close()
+            self._h1 = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -179,6 +192,12 @@ class StreamingClient(InflightAccount):
         self._track(+1)
         rec.issue_ts = clock()
         try:
+            if self._h1 is not None:
+                if not await self._h1_send(spec, rec, acc, attempt):
+                    rec.end_ts = clock()
+                    return attempt
+                acc.finish(rec, clock())
+                return attempt
             url = self._urls.get(spec.path)
             if url is None:
                 url = self._urls[spec.path] = URL(self._base + spec.path)
@@ -235,32 +254,38 @@ class StreamingClient(InflightAccount):
 
     async def _refusal(self, resp: aiohttp.ClientResponse) -> str:
         """Why this reply cannot be read as a stream, or "" when it can."""
-        if resp.status in _REDIRECTS:
-            where = resp.headers.get("Location", "(no Location header)")
-            return self.scrub(
-                f"HTTP {resp.status}: redirected to {where}; set engine.url to the final URL "
-                "(redirects are not followed, so the API key never leaves the configured origin)")
-        if resp.status != 200:
-            body = await _read_some(resp.content, _ERROR_BODY_BYTES)
-            text = self.scrub(body.decode(errors="replace")).strip()
-            return f"HTTP {resp.status}: {text[:500] or '(empty body)'}"
-        encoding = resp.headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
-            return (f"server sent Content-Encoding {encoding}; the client asked for identity "
-                    "and reads the stream as it arrives, undecoded: turn compression off on "
-                    "the server or proxy")
-        return ""
+        body = b""
+        if needs_body(resp.status, resp.headers.get("Content-Type")):
+            body = await read_some(resp.content, ERROR_BODY_BYTES)
+        return refusal(resp.status, resp.headers.get("Location"),
+                       resp.headers.get("Content-Encoding"), resp.headers.get("Content-Type"),
+                       body, self.scrub)
 
+    async def _h1_send(self, spec: RequestSpec, rec: RequestRecord, acc: StreamAccumulator,
+                       attempt: _Attempt) -> bool:
+        """The stream over harness.client.h1_stream; False when the reply was refused."""
+        assert self._h1 is not None
+        raw = None
+        if spec.keep_raw:
+            rec.raw_reads = []
+            raw = rec.raw_reads.append
 
-async def _read_some(content: aiohttp.StreamReader, limit: int) -> bytes:
-    """Up to `limit` bytes of a body: an error reply may be endless."""
-    out = bytearray()
-    while len(out) < limit:
-        chunk = await content.read(limit - len(out))
-        if not chunk:
-            break
-        out += chunk
-    return bytes(out)
+        def sent(t: float) -> None:
+            rec.send_ts = t
+
+        def connected(reused: bool, seconds: float) -> None:
+            attempt.reused, attempt.connect_s = reused, seconds
+
+        reply = Reply()
+        try:
+            async with asyncio.timeout(self.settings.timeout_s):
+                await self._h1.exchange(spec.path, spec.body, acc, raw, reply, sent,
+                                        connected, spec.headers)
+        finally:
+            rec.http_status = reply.status
+        rec.error = refusal(reply.status, reply.location, reply.encoding, reply.content_type,
+                            reply.body, self.scrub)
+        return not rec.error
 
 
 class _Abandoned(Exception):

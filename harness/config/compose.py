@@ -6,7 +6,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 
-from harness.config.groups import GROUP_DIRS
+from harness.config.groups import GROUP_DIRS, check_yaml_files
 from harness.config.locations import repo_root
 from harness.config.schema import SweepConfig
 from harness.config.validate import Locator, to_sweep_config
@@ -15,6 +15,7 @@ from harness.config.validate import Locator, to_sweep_config
 def compose_sweep(overrides: list[str]) -> SweepConfig:
     if not any(o.split("=", 1)[0].lstrip("+") == "run_id" for o in overrides):
         overrides = [*overrides, "run_id=compose"]
+    check_yaml_files(overrides)
     GlobalHydra.instance().clear()
     search = f"hydra.searchpath=[file://{repo_root()}]"
     forced = [o if o.split("=", 1)[0] in GROUP_DIRS or o[:1] in "+~" else "++" + o

@@ -26,6 +26,17 @@ class ConfigError(Exception):
         )
 
 
+class YamlFileError(ConfigError):
+    """A config file that does not load as YAML: one line, the file, the problem and the fix
+    (the key is the whole file)."""
+
+    def __init__(self, path: str, problem: str, fix: str) -> None:
+        super().__init__(path, "(the whole file)", problem, fix)
+
+    def __str__(self) -> str:
+        return f"{self.where} does not load as YAML: {self.problem}; fix: {self.fix}"
+
+
 def did_you_mean(word: str, options: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, list(options), n=3, cutoff=0.6)
     return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

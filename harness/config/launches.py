@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.config.schema import SearchRow, SweepConfig
+from harness.config.schema import PoolConfig, SearchRow, SweepConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,19 +20,45 @@ class Launch:
 
 
 def row_tag(row: SearchRow) -> str:
+    if row.prefill is not None and row.decode is not None:  # a disaggregated (attach) row
+        p, d = row.prefill, row.decode
+        return (f"p{p.workers}x{pool_tag(p)}-d{d.workers}x{pool_tag(d)}"
+                + ("-nospec" if row.spec_decoding is False else ""))
     tag = f"tp{row.tp}-ep{row.ep}" + ("-dpa" if row.dp_attention else "")
-    return tag + (f"-pp{row.pp}" if row.pp > 1 else "")
+    tag += f"-pp{row.pp}" if row.pp > 1 else ""
+    tag += (f"-pcp{row.pcp}" if row.pcp > 1 else "") + (f"-dcp{row.dcp}" if row.dcp > 1 else "")
+    if row.kv_offload is not None and row.kv_offload.backend != "none":
+        tag += f"-kv{row.kv_offload.backend}"
+    return tag + ("-nospec" if row.spec_decoding is False else "")
+
+
+def pool_tag(p: PoolConfig) -> str:
+    tag = f"tp{p.tp}-ep{p.ep}" + ("-dpa" if p.dp_attention else "")
+    return tag + "".join(f"-{n}{v}" for n, v in (("pp", p.pp), ("dcp", p.dcp), ("pcp", p.pcp))
+                         if v > 1)
 
 
 def apply_row(sc: SweepConfig, row: SearchRow) -> SweepConfig:
     """The recipe as one search-space row runs it."""
-    topo = replace(sc.topology, tp=row.tp, ep=row.ep, dp_attention=row.dp_attention, pp=row.pp)
+    topo = replace(sc.topology, tp=row.tp, ep=row.ep, dp_attention=row.dp_attention, pp=row.pp,
+                   pcp=row.pcp, dcp=row.dcp)
+    if row.prefill is not None and row.decode is not None:
+        topo = replace(topo, prefill=row.prefill, decode=row.decode,
+                       prefill_gpus=row.prefill.gpus(), decode_gpus=row.decode.gpus())
     spec = sc.speculator
     if row.speculator_k is not None:
         spec = replace(spec, k=row.speculator_k)
-    engine = replace(sc.engine, extra_args=[*sc.engine.extra_args, *row.extra_args],
-                     env={**sc.engine.env, **row.env},
-                     extra_options=merge_options(sc.engine.extra_options, row.extra_options))
+    if row.spec_decoding is False:  # upstream's `spec-decoding: none` row of a spec key
+        spec = replace(spec, method="none", k=0, draft_model=None)
+    e = sc.engine
+    engine = replace(e, extra_args=[*e.extra_args, *row.extra_args],
+                     env={**e.env, **row.env},
+                     extra_options=merge_options(e.extra_options, row.extra_options),
+                     kv_offload=row.kv_offload if row.kv_offload is not None else e.kv_offload,
+                     helpers=list(row.helpers if row.helpers is not None else e.helpers),
+                     setup=list(row.setup if row.setup is not None else e.setup),
+                     port_offset=row.port_offset if row.port_offset is not None
+                     else e.port_offset)
     return replace(sc, topology=topo, speculator=spec, engine=engine,
                    concurrency=list(row.concurrency), search_space=[])
 
@@ -50,11 +76,22 @@ def merge_options(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str,
     return out
 
 
+def chosen_rows(sc: SweepConfig) -> list[SearchRow]:
+    """The rows a sweep runs: those of the composed scenario (a key may list rows for several,
+    `scenarios=` picks), and for an attached deployment (engine.deployment) only the rows
+    that deployment serves (a multi-node key's rows are each their own srt-slurm recipe)."""
+    rows = [r for r in sc.search_space if r.scenario in (None, sc.scenario.name)]
+    want = sc.engine.deployment
+    return [r for r in rows if r.deploy_recipe == want] if want else rows
+
+
 def launches(sc: SweepConfig, check: Callable[[SweepConfig], None] | None = None
              ) -> list[Launch]:
     """Every launch of the recipe, in order; `check` validates each (its topology and
     concurrency list are checked as a whole recipe's would be)."""
-    rows = [(row_tag(r), apply_row(sc, r)) for r in sc.search_space] or [("", sc)]
+    rows = [(row_tag(r), apply_row(sc, r)) for r in chosen_rows(sc)] or [("", sc)]
+    tags = [t for t, _ in rows]
+    rows = [(f"{t}-r{i}" if tags.count(t) > 1 else t, one) for i, (t, one) in enumerate(rows)]
     out: list[Launch] = []
     for tag, one in rows:
         if check is not None:

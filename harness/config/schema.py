@@ -36,6 +36,9 @@ class ModelConfig:
     # how a chat turn becomes a prompt: template = the tokenizer's chat template; dsv4 =
     # DeepSeek-V4's own encoder (its tokenizer has no template; InferenceX's --dsv4)
     chat_encoder: str = "template"
+    # Eval floors by task (gsm8k, gpqa_diamond, swebench_lite): a score below invalidates the
+    # job's points. Unset tasks take InferenceX's defaults (utils/evals/thresholds.yaml).
+    eval_floors: dict[str, float] = field(default_factory=dict)
     description: str = ""
 
 
@@ -57,6 +60,60 @@ class ChipConfig:
     cost_per_gpu_hr: PriceTiers = field(default_factory=PriceTiers)
     gpus_per_node: int = 8
     source: str = ""
+
+
+@dataclass
+class KvOffloadConfig:
+    """KV cache offloaded past GPU memory (InferenceX `kv-offloading` / `kv-offload-backend`
+    / `dram-utilization`, configs/*-master.yaml@843c6254). The adapter renders the backend's
+    flags as upstream's agentic scripts spell them (harness/engines/kv_offload.py)."""
+
+    # none | vllm-simple | lmcache | mooncake | hicache | native (TensorRT-LLM host cache)
+    backend: str = "none"
+    version: str | None = None  # the backend's package version upstream pins, if any
+    dram_gb_per_rank: float = 0.0  # host DRAM each GPU rank may fill (upstream: total / GPUs)
+    config: dict[str, Any] = field(default_factory=dict)  # merged over the backend's config
+
+
+@dataclass
+class HelperProcess:
+    """A process started with the engine (a router in front of it, a KV store daemon), from
+    an argv list: placeholders {port} (the job's port), {port+N}, {host}, {tp}, {dp},
+    {launch_dir}. Started after the engine is ready (a router) or before it (a daemon)."""
+
+    name: str = MISSING  # e.g. vllm-router, sglang-router, mooncake_master
+    role: str = "router"  # router (after the engine, in front of it) | daemon (before it)
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    port_offset: int = 0  # it listens on the job's port + this (a router in front: 0)
+    health_path: str | None = None  # GET answered 200 when ready; None: the port accepting
+    fronts: bool = False  # the client's traffic goes through it (the engine then sits behind)
+
+
+@dataclass
+class SetupStep:
+    """A job-time step run inside the image before the server (InferenceX scripts' `pip
+    install`, `sed -i` patches, patch scripts), as an argv list, never a shell string."""
+
+    kind: str = "command"  # install | patch | command (what it is for; all run the same way)
+    argv: list[str] = field(default_factory=list)
+    description: str = ""
+
+
+@dataclass
+class PoolConfig:
+    """One disaggregated pool of a multi-node key (InferenceX `prefill:` / `decode:`)."""
+
+    workers: int = 1
+    tp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    pp: int = 1
+    dcp: int = 1
+    pcp: int = 1
+
+    def gpus(self) -> int:
+        return self.workers * self.tp * self.pp * self.pcp
 
 
 @dataclass
@@ -88,9 +145,27 @@ class EngineConfig:
     # measurement needs (its metrics, injected acceptance). Empty: the adapter's flags.
     argv_template: list[str] = field(default_factory=list)
     host: str = "127.0.0.1"  # address a launched server binds (0.0.0.0: clients elsewhere)
+    # The engine's own profiler around each point's measured window (/start_profile and
+    # /stop_profile; vLLM, SGLang and ATOM; docs/slo.md). Traces go to <run>/profiles/<point>.
+    profile: bool = False
+    # Empty the engine's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
+    # /flush_cache); engines without such an endpoint refuse it.
+    reset_cache_before_point: bool = False
     # TensorRT-LLM: the extra-options YAML as the upstream script writes it (merged over the
     # adapter's own options; with argv_template, used as it is plus the metrics keys)
     extra_options: dict[str, Any] = field(default_factory=dict)
+    # The engine binds the job's port + this: 1 when a router fronts it on the job's port
+    # (InferenceX agentic DP-attention rows: router on PORT, engine on PORT+1).
+    port_offset: int = 0
+    kv_offload: KvOffloadConfig = field(default_factory=KvOffloadConfig)
+    helpers: list[HelperProcess] = field(default_factory=list)
+    setup: list[SetupStep] = field(default_factory=list)
+    # endpoint: where the engine's own /metrics is when engine.url is a router in front of it
+    # (InferenceX's agentic DP rows scrape the engine behind the router too); None: engine.url
+    metrics_url: str | None = None
+    # endpoint: the deployment behind engine.url, when the recipe names several (a multi-node
+    # key's srt-slurm recipe path, a row's `deploy_recipe`): only that row is measured
+    deployment: str | None = None
 
 
 @dataclass
@@ -126,6 +201,10 @@ class SpeculatorConfig:
     ngram_min: int = 2
     ngram_max: int = 4
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+    # A speculative point whose engine metrics show no speculation (an attached server no
+    # known engine's metrics describe) is invalid; true keeps it valid with the label marked
+    # unverified on the point and its page (the user vouches for the label).
+    unverified_ok: bool = False
 
 
 @dataclass
@@ -204,6 +283,16 @@ class ScenarioConfig:
     cache_bust: str = "first_turn_prefix"
     # timestamped replay: the recorded arrival times divided by this (x the point's load level)
     speedup: float = 1.0
+    # fixed-sequence arrivals (docs/slo.md): closed (InferenceX's loop of C in flight, the
+    # default) | poisson | gamma | constant: open loop at each rate of `request_rate` (req/s),
+    # gaps as vLLM's `--request-rate` / `--burstiness` draw them
+    arrival: str = "closed"
+    request_rate: list[float] = field(default_factory=list)  # open loop: one point per rate
+    burstiness: float = 1.0  # gamma's shape: 1 = Poisson, < 1 burstier, > 1 more even (vLLM)
+    # open loop: at most this many requests in flight (vLLM's --max-concurrency); 0 = no cap
+    max_inflight: int = 0
+    # open loop: measured requests per point; 0 = requests_per_conc x ceil(rate), warmup alike
+    num_requests: int = 0
     description: str = ""
 
 
@@ -214,11 +303,15 @@ class TopologyConfig:
     dp_attention: bool = False
     pp: int = 1
     pcp: int = 1  # prefill context parallelism: more GPUs per worker (GPUs = tp x pp x pcp)
+    dcp: int = 1  # decode context parallelism: splits the KV over the TP ranks (no more GPUs)
     # Disaggregated serving: GPUs of the prefill and decode pools (0 = aggregated). Then the
     # point's GPUs are prefill + decode, output throughput is per decode GPU and input per
     # prefill GPU, as InferenceX counts its disaggregated rows.
     prefill_gpus: int = 0
     decode_gpus: int = 0
+    # Multi-node keys: the pools' shapes, recorded with the point (GPUs as prefill/decode_gpus)
+    prefill: PoolConfig | None = None
+    decode: PoolConfig | None = None
 
 
 @dataclass
@@ -237,6 +330,20 @@ class SearchRow:
     # merged over engine.extra_options (TensorRT-LLM's YAML), key by key at every depth: the
     # values an upstream script computes per job (cuda_graph_config.max_batch_size = CONC)
     extra_options: dict[str, Any] = field(default_factory=dict)
+    pcp: int = 1  # prefill context parallel size (InferenceX pcp-size)
+    dcp: int = 1  # decode context parallel size (InferenceX dcp-size)
+    # speculation on this row: None = the recipe's speculator; false = off (InferenceX
+    # `spec-decoding: none` beside mtp rows of one key)
+    spec_decoding: bool | None = None
+    kv_offload: KvOffloadConfig | None = None  # replaces engine.kv_offload on this row
+    helpers: list[HelperProcess] | None = None  # replaces engine.helpers on this row
+    setup: list[SetupStep] | None = None  # replaces engine.setup on this row
+    port_offset: int | None = None  # replaces engine.port_offset (a router fronting this row)
+    scenario: str | None = None  # the scenario this row belongs to; must be the recipe's
+    # Multi-node (attach) rows: the pools and the srt-slurm recipe that deploys them
+    prefill: PoolConfig | None = None
+    decode: PoolConfig | None = None
+    deploy_recipe: str | None = None  # e.g. recipes/trtllm/b200-fp4/8k1k/mtp/ctx1_gen1_...yaml
 
 
 @dataclass
@@ -251,6 +358,9 @@ class ClientConfig:
     max_event_bytes: int = 4 << 20
     # Client processes a point's load is split over (harness/client/workers.py); 1: one.
     workers: int = 1
+    # What reads the measured stream: aiohttp, or httptools (our own protocol over llhttp,
+    # harness/client/h1_stream.py; docs/client.md "Transports").
+    transport: str = "aiohttp"
     # A point is flagged when the client held requests longer than this between issuing one
     # and its body reaching the socket (p99, connection set-up excluded)...
     max_queue_delay_ms: float = 10.0
@@ -272,6 +382,64 @@ class TelemetryConfig:
 
 
 @dataclass
+class SloConfig:
+    """Per-request service-level objectives (vLLM's --goodput): a request is good when it meets
+    every one that is set. None: not an objective."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+
+@dataclass
+class SearchConfig:
+    """How the load levels are chosen (docs/slo.md): grid = every listed level; slo = the
+    highest load whose points meet `criteria`, found by doubling then bisecting."""
+
+    mode: str = "grid"  # grid | slo
+    # statistic -> bound: p99_ttft_ms, p90_tpot_ms, median_e2el_ms (at most), goodput_share,
+    # p50_intvty (at least). Every one must hold for a load to pass.
+    criteria: dict[str, float] = field(default_factory=dict)
+    lo: float = 1  # the search range of concurrency (or rate, open loop)
+    hi: float = 64
+    resolution: float = 1  # stop bisecting when failing - passing load <= this
+    confirm: int = 1  # extra repeats of the highest passing and lowest failing load
+
+
+@dataclass
+class EvalConfig:
+    """Accuracy evals run after a job's points against the same server (harness.evals;
+    docs/evals.md). InferenceX's settings (benchmarks/benchmark_lib.sh run_lm_eval) where
+    a value is null."""
+
+    tasks: list[str] = field(default_factory=list)  # gsm8k | gpqa_diamond | swebench_lite
+    data_dir: str | None = None  # local copy (relative to the repo); null: the Hub
+    limit: int | None = None  # the first N documents (EVAL_LIMIT); null: the whole split
+    num_fewshot: int | None = None  # null: the task's (GSM8K 5, GPQA 0)
+    concurrency: int | None = None  # null: the job's highest concurrency (upstream: CONC)
+    max_length: int = 16384  # EVAL_MAX_MODEL_LEN's default, capped at the model's context
+    max_gen_toks: int | None = None  # null: max_length - 4096, or half of it (upstream)
+    timeout_s: float = 1800.0  # per request (upstream's timeout=1800)
+    system_instruction: str | None = None  # none upstream
+
+
+@dataclass
+class LosslessConfig:
+    """The lossless-speculation check on every speculative job (harness.evals.lossless):
+    the same prompts with and without the speculator on the same engine build."""
+
+    # auto: every speculative job at real acceptance on an engine it launches | on: injected
+    # jobs too (a launch with real verification) | off
+    mode: str = "auto"
+    prompts: int = 8  # GSM8K questions from the shipped slice, chat template
+    max_tokens: int = 48  # tokens generated per prompt
+    temperatures: list[float] = field(default_factory=lambda: [0.0])
+    samples: int = 24  # continuations per prompt and side above temperature 0
+    positions: int = 8  # above 0: a two-sample test per position over the first N tokens
+    alpha: float = 0.01  # above 0: family-wise significance (Bonferroni over the tests)
+
+
+@dataclass
 class SweepConfig:
     model: ModelConfig = MISSING
     chip: ChipConfig = MISSING
@@ -281,6 +449,10 @@ class SweepConfig:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    slo: SloConfig = field(default_factory=SloConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    lossless: LosslessConfig = field(default_factory=LosslessConfig)
     precision: str | None = None  # None: the model's default precision
     thinking: bool | None = None  # reasoning mode; None: the model's default
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
@@ -311,6 +483,7 @@ GROUP_OF_NODE = {
     "engine": "engine",
     "speculator": "speculator",
     "scenario": "scenarios",
+    "eval": "eval",
 }
 SCHEMA_OF_NODE: dict[str, type] = {
     "model": ModelConfig,
@@ -321,4 +494,8 @@ SCHEMA_OF_NODE: dict[str, type] = {
     "topology": TopologyConfig,
     "client": ClientConfig,
     "telemetry": TelemetryConfig,
+    "slo": SloConfig,
+    "search": SearchConfig,
+    "eval": EvalConfig,
+    "lossless": LosslessConfig,
 }

@@ -18,6 +18,7 @@ from harness.config.errors import ConfigError, did_you_mean
 from harness.config.kinds import ENGINE_KINDS, SAMPLE_METHODS, SAMPLING_ENGINES, WORKLOAD_KINDS
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 from harness.config.validate_scenario import check_dataset, check_fixed
+from harness.config.validate_slo import check_slo_settings
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
 # Bounds that keep a typo from building prompts for minutes before anything is measured:
@@ -41,7 +42,8 @@ class Locator:
 
     def __call__(self, key: str) -> str:
         groups = set(GROUP_OF_NODE.values())
-        for ov in self.overrides:
+        # the last override of a key is the one that took effect (Hydra applies them in order)
+        for ov in reversed(self.overrides):
             name = ov.lstrip("+~").split("=", 1)[0]
             ov = ov.lstrip("+") if ov.startswith("++") else ov
             if name in groups:
@@ -110,6 +112,9 @@ def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
     check_ranges(sc, where)
     if sc.search_space:  # a catalog recipe: every row is checked as a recipe of its own
         from harness.config.launches import launches
+        from harness.config.validate_catalog import check_rows
+
+        check_rows(sc, where)
 
         launches(sc, check=lambda one: check_combinations(one, where))
     else:
@@ -220,6 +225,17 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
     "scenario.fit_cap_tokens": (0, None, False, "0 = no cap; e.g. fit_cap_tokens=8192"),
     "scenario.dataset.max_entries": (0, None, False, "0 = every trace; AgentX uses 393"),
     "scenario.dataset.max_context_tokens": (0, None, False, "0 = no limit; e.g. 262144"),
+    "eval.limit": (1, None, False, "e.g. eval.limit=50, or null for the whole split"),
+    "eval.num_fewshot": (0, 64, False, "e.g. eval.num_fewshot=5"),
+    "eval.concurrency": (1, 4096, False, "e.g. eval.concurrency=64"),
+    "eval.max_length": (256, None, False, "e.g. eval.max_length=16384"),
+    "eval.max_gen_toks": (1, None, False, "e.g. eval.max_gen_toks=256"),
+    "eval.timeout_s": (0, None, True, "e.g. eval.timeout_s=1800"),
+    "lossless.prompts": (1, 50, False, "e.g. lossless.prompts=8 (the slice has 50)"),
+    "lossless.max_tokens": (1, 4096, False, "e.g. lossless.max_tokens=48"),
+    "lossless.samples": (2, 10_000, False, "e.g. lossless.samples=24"),
+    "lossless.positions": (1, 4096, False, "e.g. lossless.positions=8"),
+    "lossless.alpha": (0, 1, True, "a significance level in (0, 1), e.g. 0.01"),
     "model.context_length": (1, None, False, "the model's trained context, e.g. 8192"),
     "chip.gpus_per_node": (1, None, False, "e.g. chip.gpus_per_node=8"),
     "chip.power_kw_all_in": (0, None, False, "kW per GPU including its host share"),
@@ -304,11 +320,17 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"recipes/model/{model.name}.yaml")
     if sc_.kind == "fixed":
         check_fixed(sc, where)
+    check_slo_settings(sc, where)
     check_dataset(sc, where)
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
                           "use completions or chat")
+    if sc.client.transport not in ("aiohttp", "httptools"):
+        raise ConfigError(where("client.transport"), "client.transport",
+                          f"unknown transport {sc.client.transport!r}",
+                          "use aiohttp (the default) or httptools (docs/client.md)")
     check_speculator(sc, where)
+    check_correctness(sc, where)
     topo = sc.topology
     for name in ("tp", "ep", "pp"):
         if getattr(topo, name) < 1:
@@ -324,10 +346,38 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
                           f"{sc.chip.gpus_per_node} per node",
                           "lower tp/pp, or use a multi-node recipe")
+    from harness.config.validate_catalog import check_catalog
+
+    check_catalog(sc, where)
     if eng.kind == "endpoint" and not eng.url:
         raise ConfigError(where("engine.url"), "engine.url",
                           "engine=endpoint needs the URL of a running server",
                           "add engine.url=http://host:port")
+
+
+EVAL_TASKS = ("gsm8k", "gpqa_diamond", "swebench_lite")
+
+
+def check_correctness(sc: SweepConfig, where: Locator) -> None:
+    """The eval stage and the lossless check (docs/evals.md): known tasks and modes, floors
+    that are shares, temperatures that are not negative."""
+    for task in sc.eval.tasks:
+        if task not in EVAL_TASKS:
+            raise ConfigError(where("eval.tasks"), "eval.tasks", f"unknown eval task {task!r}",
+                              f"use one of {EVAL_TASKS} (recipes/eval/)")
+    for task, floor in sc.model.eval_floors.items():
+        if task not in EVAL_TASKS or not 0.0 <= float(floor) <= 1.0:
+            raise ConfigError(where("model.eval_floors"), "model.eval_floors",
+                              f"{task}: {floor} is not a floor of a known task",
+                              f"tasks {EVAL_TASKS}, floors in [0, 1]")
+    if sc.lossless.mode not in ("auto", "on", "off"):
+        raise ConfigError(where("lossless.mode"), "lossless.mode",
+                          f"unknown mode {sc.lossless.mode!r}", "use auto, on or off")
+    if not sc.lossless.temperatures or any(not 0.0 <= t <= 2.0
+                                           for t in sc.lossless.temperatures):
+        raise ConfigError(where("lossless.temperatures"), "lossless.temperatures",
+                          f"{sc.lossless.temperatures} is not a list of temperatures in [0, 2]",
+                          "e.g. lossless.temperatures=[0.0,0.7]")
 
 
 def check_speculator(sc: SweepConfig, where: Locator) -> None:

@@ -5,12 +5,14 @@ acceptance: `--spec-decode-acceptance-length AL` (docs/methodology.md §5)."""
 
 from __future__ import annotations
 
-from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.base import CHECKS_ONLY, LAUNCH_SETTINGS, EngineAdapter, LaunchPlan
 from harness.engines.template import has_flag
 
 
 class AtomAdapter(EngineAdapter):
     kind = "atom"
+    # its own command takes no address flag: engine.host only where a template names {host}
+    applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS} - {"host"})
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
         argv = self.templated_argv(port, max_concurrency) or self.own_argv(port)

@@ -7,6 +7,7 @@ The shared lifecycle (free port, start, readiness, log, stop) lives in `process.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.errors import ConfigError
-from harness.config.schema import SweepConfig
+from harness.config.schema import EngineConfig, SweepConfig
 from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
 from harness.engines.hints import EngineHints
 from harness.engines.template import (
@@ -46,6 +47,48 @@ class LaunchPlan:
     cpus: tuple[int, ...] | None = None
 
 
+# engine.* settings every adapter honours: which adapter, which speculators it may run, a
+# version the running server must report (checked when it is identified), injection allowed
+CHECKS_ONLY = ("kind", "version", "speculators", "can_inject_acceptance", "startup_timeout_s")
+# ...and those a launched engine's command, environment or container carry
+LAUNCH_SETTINGS = ("extra_args", "env", "image", "container_runtime", "python", "argv_template",
+                   "host")
+# an attached server: nothing is launched, so nothing about a launch applies
+ENDPOINT_SETTINGS = frozenset({"kind", "version", "speculators", "startup_timeout_s", "url",
+                               "api_key_env", "family"})
+_UNUSED_FIX = {
+    ("", "url"): "remove engine.url, or use engine=endpoint to attach to a running server",
+    ("", "api_key_env"): "remove engine.api_key_env: a launched engine is started without a "
+                         "key (engine=endpoint attaches to a server that needs one)",
+    ("", "family"): "remove engine.family: it names the engine behind an engine=endpoint URL",
+    ("", "threads"): "remove engine.threads: it sets CPU compute threads (llamacpp, vllm on "
+                     "the CPU); set the engine's own thread flag in engine.extra_args",
+    ("", "cpu_affinity"): "remove engine.cpu_affinity: only the embedded llama.cpp is pinned to "
+                          "its cores (harness/engines/cpu_split.py)",
+    ("", "extra_options"): "remove engine.extra_options: it is TensorRT-LLM's extra-options "
+                           "YAML; pass this engine's flags in engine.extra_args",
+    ("", "host"): "name {host} in engine.argv_template where the server takes its address, "
+                  "or remove engine.host",
+    ("", "python"): "name {python} in engine.argv_template, or remove engine.python",
+    ("", "container_runtime"): "set engine.image too, or remove engine.container_runtime",
+    ("trtllm", "python"): "trtllm-serve runs from PATH (or engine.image): remove engine.python, "
+                          "or name {python} in engine.argv_template",
+    ("llamacpp", "image"): "the embedded llama.cpp runs from the xllamacpp wheel in this "
+                           "environment: remove engine.image (engine=vllm, sglang, trtllm and "
+                           "atom run in images)",
+    ("llamacpp", "argv_template"): "the embedded llama.cpp has no command line: remove "
+                                   "engine.argv_template (engine.extra_args maps llama-server "
+                                   "flags onto its parameters)",
+    ("endpoint", "can_inject_acceptance"): "an attached server's acceptance cannot be injected "
+                                           "by the harness: remove it, and set the server's "
+                                           "own knob when you start it",
+}
+for _name in (*LAUNCH_SETTINGS, "threads", "cpu_affinity", "extra_options"):
+    _UNUSED_FIX.setdefault(("endpoint", _name),
+                           f"remove engine.{_name}: engine=endpoint attaches to a server that "
+                           "is already running, so nothing is launched; set it on that server")
+
+
 class EngineAdapter(ABC):
     """Built whole from the recipe, the acceptance plan and the workload's hints, then never
     changed: everything a launch, a request body or a point's engine facts need is fixed at
@@ -53,11 +96,14 @@ class EngineAdapter(ABC):
 
     kind: str = ""
     keep_alive: bool = True  # False: the server closes connections after each stream
+    # The engine.* settings this adapter applies to the server it launches; any other set to
+    # a value other than its default is refused (check_settings), never recorded unapplied.
+    # With engine.argv_template, host and python are applied where the template names them.
+    applies: frozenset[str] = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS})
 
     def __init__(self, sc: SweepConfig, acceptance: AcceptancePlan | None = None,
                  hints: EngineHints | None = None, where: Locate | None = None) -> None:
-        check_template(sc, where or _default_locate)
-        self.validate(sc, where or _default_locate)
+        self.check(sc, where or _default_locate)
         self.sc = sc
         self.acceptance = acceptance or AcceptancePlan("none")
         self.hints = hints or fixed_hints(sc)
@@ -69,6 +115,51 @@ class EngineAdapter(ABC):
             raise AttributeError(f"{type(self).__name__} is complete once built; pass "
                                  f"{name} to its constructor")
         object.__setattr__(self, name, value)
+
+    @classmethod
+    def check(cls, sc: SweepConfig, where: Locate) -> None:
+        """Every refusal before anything is built or launched: a template with unknown
+        placeholders, a setting this engine would not apply, the engine's own rules."""
+        check_template(sc, where)
+        cls.check_settings(sc, where)
+        cls.validate(sc, where)
+
+    @classmethod
+    def applied_settings(cls, sc: SweepConfig) -> frozenset[str]:
+        """The engine.* fields a launch of `sc` applies (the class's list, with host and
+        python where an upstream command template places them)."""
+        used = set(cls.applies)
+        tpl = sc.engine.argv_template
+        if tpl and cls.applies != ENDPOINT_SETTINGS:
+            text = " ".join([*tpl, *sc.engine.extra_args])
+            for name in ("host", "python"):
+                (used.add if "{" + name + "}" in text else used.discard)(name)
+        if not sc.engine.image:
+            used.discard("container_runtime")  # it says how an image runs; there is none
+        return frozenset(used)
+
+    @classmethod
+    def check_settings(cls, sc: SweepConfig, where: Locate) -> None:
+        """Refuse every engine.* setting given a non-default value that this engine would not
+        apply: a run would record it (config, settings hash) while the server ran without it."""
+        used = cls.applied_settings(sc)
+        defaults = EngineConfig(kind=sc.engine.kind)
+        for f in dataclasses.fields(EngineConfig):
+            value = getattr(sc.engine, f.name)
+            if f.name in used or value == getattr(defaults, f.name):
+                continue
+            key = f"engine.{f.name}"
+            raise ConfigError(where(key), key,
+                              f"engine {sc.engine.kind} does not apply {f.name} (set to "
+                              f"{value!r}): the run would record it, the server would run "
+                              "without it", _UNUSED_FIX.get((cls.kind, f.name))
+                              or _UNUSED_FIX.get(("", f.name))
+                              or f"remove {key} (docs/settings.md, engine settings)")
+        if sc.engine.container_runtime not in ("docker", "pyxis"):
+            key = "engine.container_runtime"
+            raise ConfigError(where(key), key,
+                              f"unknown container runtime {sc.engine.container_runtime!r}",
+                              "use docker, or pyxis inside a Slurm allocation")
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:
@@ -122,6 +213,11 @@ class EngineAdapter(ABC):
         if tpl and not has_flag(tpl, "--served-model-name"):
             return self.checkpoint
         m = self.sc.model
+        named = flag_value(tpl, "--served-model-name") if tpl else None
+        if named == "{model}":
+            return self.checkpoint
+        if named is not None and "{" not in named:  # upstream's literal name (an HF id)
+            return named
         return m.served_name or m.name
 
     def templated_argv(self, port: int, max_concurrency: int,
@@ -131,8 +227,9 @@ class EngineAdapter(ABC):
         if not tpl:
             return None
         m = self.sc.model
+        base = port - self.sc.engine.port_offset  # {port} is the job's; the engine's is port
         values = template_values(self.sc, self.checkpoint, m.served_name or m.name,
-                                 self.python(), port, max_concurrency, extra_options)
+                                 self.python(), base, max_concurrency, extra_options)
         return render([*tpl, *self.sc.engine.extra_args], values)
 
     @property
@@ -155,10 +252,15 @@ class EngineAdapter(ABC):
 
     def containerize(self, plan: LaunchPlan) -> LaunchPlan:
         """Run the plan inside engine.image when one is set (docker; under Slurm the job's
-        srun --container-image does it instead, see harness.distributed)."""
+        srun --container-image does it instead, see harness.distributed). The recipe's setup
+        steps run first in the same container (harness/engines/setup_steps.py)."""
         image = self.sc.engine.image
         if not image:
             return plan
+        if self.sc.engine.setup:
+            from harness.engines.setup_steps import with_setup
+
+            plan = dataclasses.replace(plan, argv=with_setup(self.sc.engine.setup, plan.argv))
         if self.sc.engine.container_runtime == "pyxis":  # inside a Slurm allocation
             argv = ["srun", "--overlap", "--ntasks=1", f"--container-image={image}",
                     f"--container-mounts={LAUNCH_DIR}:/launch", "--container-workdir=/launch",
@@ -200,6 +302,7 @@ class EngineAdapter(ABC):
 
 
 Locate = Callable[[str], str]
+
 
 
 def positive_int(value: object, key: str, name: str) -> int:

@@ -6,12 +6,19 @@ from typing import Any
 
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
-from harness.engines.base import EngineAdapter, EngineConfigError, LaunchPlan, Locate
+from harness.engines.base import (
+    ENDPOINT_SETTINGS,
+    EngineAdapter,
+    EngineConfigError,
+    LaunchPlan,
+    Locate,
+)
 from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
 
 
 class EndpointAdapter(EngineAdapter):
     kind = "endpoint"
+    applies = ENDPOINT_SETTINGS
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:

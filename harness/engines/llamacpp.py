@@ -3,22 +3,74 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
-from harness.engines.base import EngineAdapter, LaunchPlan, Locate
+from harness.engines.base import CHECKS_ONLY, EngineAdapter, LaunchPlan, Locate
 from harness.engines.cpu_split import engine_cores
 from harness.engines.weights import gguf_path
+
+# llama-server flags engine.extra_args may carry, each onto the xllamacpp parameter it sets
+# (llama.cpp common/arg.cpp spells the flags; xllamacpp.CommonParams holds the fields). The
+# embedded server has no command line, so any other flag is refused rather than dropped.
+# Flags for what the harness sizes itself (context, slots, port, model, speculation) are not
+# here: the recipe's own settings carry those.
+LLAMA_FLAGS: dict[str, tuple[str, type]] = {
+    "--batch-size": ("n_batch", int), "-b": ("n_batch", int),
+    "--ubatch-size": ("n_ubatch", int), "-ub": ("n_ubatch", int),
+    "--threads-batch": ("cpuparams_batch.n_threads", int),
+    "-tb": ("cpuparams_batch.n_threads", int),
+    "--threads-http": ("n_threads_http", int),
+    "--cache-reuse": ("n_cache_reuse", int),
+    "--keep": ("n_keep", int), "-n": ("n_predict", int), "--n-predict": ("n_predict", int),
+    "--no-warmup": ("warmup", bool), "--no-context-shift": ("ctx_shift", bool),
+    "--no-kv-offload": ("no_kv_offload", bool), "-nkvo": ("no_kv_offload", bool),
+    "--no-perf": ("no_perf", bool),
+}
+_NEGATED = {"--no-warmup", "--no-context-shift", "--no-perf"}  # these set their field False
+
+
+def llama_params(args: list[str], where: str = "the engine recipe") -> dict[str, object]:
+    """engine.extra_args as {xllamacpp parameter path: value}, or a ConfigError naming the flag
+    that the embedded server cannot take."""
+    out: dict[str, object] = {}
+    key = "engine.extra_args"
+    i = 0
+    while i < len(args):
+        flag, _, inline = args[i].partition("=")
+        if flag not in LLAMA_FLAGS:
+            raise ConfigError(where, key,
+                              f"the embedded llama.cpp cannot apply {args[i]!r} (it has no "
+                              "command line; its parameters are set one by one)",
+                              f"use only {', '.join(sorted(LLAMA_FLAGS))}, or remove it")
+        field, kind = LLAMA_FLAGS[flag]
+        if kind is bool:
+            if inline:
+                raise ConfigError(where, key, f"{flag} takes no value, got {args[i]!r}",
+                                  f"write {flag} alone")
+            out[field] = flag not in _NEGATED
+            i += 1
+            continue
+        value = inline or (args[i + 1] if i + 1 < len(args) else "")
+        try:
+            out[field] = int(value)
+        except ValueError:
+            raise ConfigError(where, key, f"{flag} needs an integer, got {value!r}",
+                              f"write {flag} N") from None
+        i += 1 if inline else 2
+    return out
 
 
 class LlamaCppAdapter(EngineAdapter):
     kind = "llamacpp"
     keep_alive = False  # its HTTP server closes the connection after every streamed reply
+    applies = frozenset({*CHECKS_ONLY, "extra_args", "env", "threads", "cpu_affinity", "python",
+                         "host"})
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:
+        llama_params(list(sc.engine.extra_args), where("engine.extra_args"))
         spec = sc.speculator
         if spec.method == "draft_model" and not spec.draft_model:
             raise ConfigError(
@@ -47,6 +99,8 @@ class LlamaCppAdapter(EngineAdapter):
             "n_parallel": self.max_running(max_concurrency),
             # n_ctx is shared by all slots: size every slot for the scenario's longest request.
             "n_ctx": per_slot * self.max_running(max_concurrency),
+            "host": self.sc.engine.host,
+            "params": llama_params(list(self.sc.engine.extra_args)),
         }
         cores = engine_cores(self.sc.engine.threads)
         if cores is not None:  # threads null: llama.cpp's own default (every core), unpinned
@@ -61,7 +115,7 @@ class LlamaCppAdapter(EngineAdapter):
                 # per-position unconditional rates as vLLM's synthetic rejection sampler.
                 "synthetic_rates": self.synthetic_rates(),
             }
-        argv = [sys.executable, "-m", "harness.engines.llamacpp_server", json.dumps(cfg)]
+        argv = [self.python(), "-m", "harness.engines.llamacpp_server", json.dumps(cfg)]
         return LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port,
                           ready_paths=("/health", "/v1/models"),
                           cpus=tuple(cores) if cores and self.sc.engine.cpu_affinity else None)
@@ -75,3 +129,4 @@ class LlamaCppAdapter(EngineAdapter):
 
         build = server_info.get("build_info") or xllamacpp.BUILD_INFO.get("commit", "")
         return f"xllamacpp {xllamacpp.__version__} (llama.cpp {build})"
+

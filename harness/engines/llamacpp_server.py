@@ -23,7 +23,7 @@ def build_params(cfg: dict[str, Any]) -> Any:
     p = x.CommonParams()
     p.model.path = cfg["model_path"]
     p.model_alias = [cfg["alias"]]  # a list: a plain string is split into characters
-    p.hostnames = ["127.0.0.1"]
+    p.hostnames = [cfg.get("host") or "127.0.0.1"]
     p.port = int(cfg["port"])
     p.n_parallel = int(cfg["n_parallel"])
     p.n_ctx = int(cfg["n_ctx"])  # shared by all slots
@@ -33,6 +33,12 @@ def build_params(cfg: dict[str, Any]) -> Any:
     if cfg.get("threads"):
         p.cpuparams.n_threads = int(cfg["threads"])
         p.cpuparams_batch.n_threads = int(cfg["threads"])
+    for path, value in (cfg.get("params") or {}).items():  # engine.extra_args, mapped
+        *parents, name = path.split(".")
+        target = p
+        for part in parents:
+            target = getattr(target, part)
+        setattr(target, name, value)
     spec = cfg.get("speculative") or {}
     method = spec.get("method", "none")
     if method == "ngram":

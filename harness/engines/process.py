@@ -194,6 +194,21 @@ def _sigint_deferred():
             raise KeyboardInterrupt
 
 
+def wait_listening(proc: ServerProcess, port: int, timeout_s: float) -> None:
+    """Until something accepts on 127.0.0.1:port (a helper with no health path); fail fast
+    when the process exits."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1.0):
+            return
+        if not proc.alive() or time.monotonic() > deadline:
+            proc.stop()
+            raise EngineStartError(f"{proc.plan.argv[0]!r} never listened on port {port}.\n"
+                                   f"--- last lines of {proc.log_path} ---\n"
+                                   f"{log_tail(proc.log_path)}")
+        time.sleep(0.25)
+
+
 def get_json(url: str, timeout: float = 5.0) -> dict:
     import json
 

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines import cpu_split, prometheus
-from harness.engines.base import EngineAdapter
+from harness.engines import cpu_split, profiler, prometheus
+from harness.engines.base import LAUNCH_DIR, EngineAdapter, LaunchPlan
+from harness.engines.helpers import HelperPlan, free_base_port, helper_plans, port_offsets
 from harness.engines.process import (
     EngineStartError,
     ServerProcess,
@@ -18,6 +19,7 @@ from harness.engines.process import (
     get_json,
     get_text,
     log_tail,
+    wait_listening,
 )
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,19 @@ class EngineSession:
         self.version = "unknown"
         self.server_info: dict[str, Any] = {}
         self.launches = 0
+        # started with the engine (engine.helpers), as (role, process) in start order
+        self.helpers: list[tuple[str, ServerProcess]] = []
+        self.metrics_url = ""  # the engine's own, when a router fronts it
         self._client_mask: set[int] | None = None  # this process's cores before pinning
+
+    @property
+    def trace_dir(self) -> Path:
+        """Where a launched engine writes its profiler traces (engine.profile)."""
+        return self.run_root / "profiles" / self.launch_id
+
+    def headers(self) -> dict[str, str]:
+        """What every call to the server carries (the API key, when one is set)."""
+        return self._headers()
 
     @property
     def log_path(self) -> Path:
@@ -47,30 +61,63 @@ class EngineSession:
         a = self.adapter
         if not a.launches:
             self.base_url = a.base_url  # type: ignore[attr-defined]
+            self.metrics_url = (a.sc.engine.metrics_url or self.base_url).rstrip("/")
             self._wait_attached(a.sc.engine.startup_timeout_s)
             self._identify()
             return
-        port = free_port()
-        plan = a.launch_plan(port, self.max_concurrency)
+        eng = a.sc.engine
+        base = free_base_port(port_offsets(a.sc)) if eng.helpers or eng.port_offset else \
+            free_port()
+        plan = a.launch_plan(base + eng.port_offset, self.max_concurrency)
+        plan.env.update(profiler.launch_env(a.sc, self.trace_dir))
         workdir = self.run_root / "launch" / self.launch_id
-        self.proc = ServerProcess(plan, workdir, self.log_path)
+        helpers = helper_plans(a.sc, base, {"host": eng.host, "tp": str(a.sc.topology.tp),
+                                            "dp": str(a.sc.topology.tp if a.sc.topology
+                                                      .dp_attention else 1),
+                                            "launch_dir": LAUNCH_DIR, "model": a.checkpoint,
+                                            "served_name": a.served_model_name,
+                                            "python": a.python()})
         self.launches += 1
-        log.info("starting %s on port %d (log: %s)", a.kind, port, self.log_path)
-        self.proc.start()
-        if plan.cpus:
-            # The client keeps the cores the engine was not given (harness/engines/cpu_split.py).
-            self._client_mask = cpu_split.pin(cpu_split.client_cores(list(plan.cpus)))
-        try:  # whatever interrupts us from here on (Ctrl-C included), the engine goes
-            self.proc.wait_ready(a.sc.engine.startup_timeout_s)
-            self.base_url = self.proc.base_url
+        try:  # whatever interrupts us from here on (Ctrl-C included), everything started goes
+            for h in (h for h in helpers if h.role == "daemon"):  # before the engine
+                self._start_helper(h, workdir)
+            self.proc = ServerProcess(plan, workdir, self.log_path)
+            log.info("starting %s on port %d (log: %s)", a.kind, plan.port, self.log_path)
+            self.proc.start()
+            if plan.cpus:
+                # The client keeps the cores the engine was not given (cpu_split.py).
+                self._client_mask = cpu_split.pin(cpu_split.client_cores(list(plan.cpus)))
+            self.proc.wait_ready(eng.startup_timeout_s)
+            self.base_url = self.metrics_url = self.proc.base_url
+            for h in (h for h in helpers if h.role == "router"):  # in front, once it serves
+                helper = self._start_helper(h, workdir)
+                if h.fronts:
+                    self.base_url = helper.base_url
             self._identify()
         except BaseException:
-            self.proc.stop()
+            self.stop()
             raise
+
+    def _start_helper(self, h: HelperPlan, workdir: Path) -> ServerProcess:
+        """A helper in the engine's container image when it has one (with the setup steps:
+        what they install, a router say, is in the image only then), else on this host."""
+        plan = self.adapter.containerize(LaunchPlan(
+            argv=h.argv, env=h.env, port=h.port,
+            ready_paths=(h.health_path,) if h.health_path else ()))
+        proc = ServerProcess(plan, workdir, self.log_path.with_name(
+            f"{self.launch_id}.{h.name}.log"))
+        self.helpers.append((h.role, proc))
+        log.info("starting helper %s on port %d", h.name, h.port)
+        proc.start()
+        proc.wait_ready(self.adapter.sc.engine.startup_timeout_s)
+        if not h.health_path:
+            wait_listening(proc, h.port, self.adapter.sc.engine.startup_timeout_s)
+        return proc
 
     def _identify(self) -> None:
         self.server_info = self._server_info()
         self.version = self.adapter.version(self.server_info)
+        check_version(self.adapter.sc.engine.version, self.version)
 
     def _key(self) -> str:
         env = self.adapter.sc.engine.api_key_env
@@ -118,27 +165,36 @@ class EngineSession:
     def _server_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {}
         for path in ("/version", "/props", "/get_server_info"):
-            got = get_json(self.base_url + path)
+            got = get_json((self.metrics_url or self.base_url) + path)  # the engine's own
             if got:
                 info.update({k: v for k, v in got.items() if isinstance(v, str | int | float)})
         return info
 
     def alive(self) -> bool:
-        return self.proc is None or self.proc.alive()
+        return (self.proc is None or self.proc.alive()) and all(p.alive() for _, p in self.helpers)
 
     def restart(self) -> None:
         self.stop()
         self.start()
 
     def stop(self) -> None:
+        """Routers first (nothing reaches a stopped engine through them), then the engine,
+        then the daemons it used."""
+        for role, p in reversed(self.helpers):
+            if role == "router":
+                p.stop()
         if self.proc is not None:
             self.proc.stop()
             self.proc = None
+        for role, p in reversed(self.helpers):
+            if role != "router":
+                p.stop()
+        self.helpers = []
         cpu_split.restore(self._client_mask)
         self._client_mask = None
 
     def scrape(self) -> prometheus.Sample:
-        text = get_text(self.base_url + self.adapter.counters.metrics_path)
+        text = get_text((self.metrics_url or self.base_url) + self.adapter.counters.metrics_path)
         return prometheus.parse(text) if text else {}
 
     @property
@@ -179,3 +235,16 @@ def _body(e: Any) -> str:
         return e.read(2000).decode(errors="replace").strip()
     except OSError:
         return ""
+
+
+def check_version(expected: str | None, running: str) -> None:
+    """engine.version is a claim about the server: the version it reports must contain it
+    (a leading v ignored), else the launch fails before any point is labelled with it."""
+    if not expected:
+        return
+    want = str(expected).strip().lstrip("vV")
+    if want and want in running:
+        return
+    raise EngineStartError(
+        f"engine.version is {expected!r} but the server reports {running!r}; set "
+        "engine.version to the version that runs (or null to record whatever runs)")

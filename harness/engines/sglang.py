@@ -5,6 +5,7 @@ knobs: SGLANG_SIMULATE_ACC_LEN with the `match-expected` method (exact mean) and
 from __future__ import annotations
 
 from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.kv_offload import add_offload
 from harness.engines.template import has_flag
 
 SGLANG_ALGORITHMS = {"mtp": "EAGLE", "eagle": "EAGLE", "eagle3": "EAGLE3", "ngram": "NGRAM",
@@ -21,6 +22,8 @@ class SglangAdapter(EngineAdapter):
         elif not has_flag(argv, "--enable-metrics"):
             argv.append("--enable-metrics")  # what verifies a point's acceptance
         env = dict(self.sc.engine.env)
+        if not self.sc.engine.argv_template:  # an upstream command carries its own
+            argv, env = add_offload(self.kind, self.sc.engine.kv_offload, argv, env)
         if self.acceptance.mode == "injected":
             env.update({
                 "SGLANG_SIMULATE_ACC_LEN": f"{self.acceptance.length:g}",

@@ -22,14 +22,24 @@ def template_values(sc: SweepConfig, checkpoint: str, served_name: str, python: 
     values = {"model": checkpoint, "served_name": served_name, "port": port,
               "host": sc.engine.host, "tp": t.tp, "ep": t.ep, "pp": t.pp,
               "dp": t.tp if t.dp_attention else 1, "conc": concurrency, "isl": s.isl,
-              "osl": s.osl, "max_model_len": s.isl + s.osl + 200, "python": python,
+              "osl": s.osl, "max_model_len": max_model_len(s.isl, s.osl), "python": python,
               "extra_options": extra_options}
     return {k: str(v) for k, v in values.items()}
 
 
+def max_model_len(isl: int, osl: int) -> int:
+    """{max_model_len}: InferenceX's matrix generator's rule (isl + osl + margin)."""
+    return isl + osl + 200
+
+
 def render(template: list[str], values: Mapping[str, str]) -> list[str]:
-    """Each argument with its {placeholders} filled; one argument stays one argument."""
-    return [a.format_map(values) for a in template]
+    """Each argument with its {placeholders} filled; one argument stays one argument.
+    {port} is the job's port and {port+N} that plus N (a router in front on {port}, the
+    engine behind it on {port+1}: harness/engines/helpers.py)."""
+    from harness.engines.helpers import render_arg
+
+    base = int(values["port"]) if str(values.get("port", "")).isdigit() else 0
+    return [render_arg(a, base, values) for a in template]
 
 
 def check_template(sc: SweepConfig, where: Callable[[str], str]) -> None:
@@ -42,10 +52,16 @@ def check_template(sc: SweepConfig, where: Callable[[str], str]) -> None:
         except ValueError as e:
             raise ConfigError(where(key), key, f"argument {arg!r}: {e}",
                               "write a literal brace as {{ or }}") from None
-        bad = [n for n in names if n not in PLACEHOLDERS]
+        bad = [n for n in names if n not in PLACEHOLDERS and not _port_plus(n)]
         if bad:
             raise ConfigError(where(key), key, f"argument {arg!r} names {bad}",
-                              f"use only {', '.join(PLACEHOLDERS)} (literal braces: {{{{ }}}})")
+                              f"use only {', '.join(PLACEHOLDERS)} or port+N (literal "
+                              "braces: {{{{ }}}})")
+
+
+def _port_plus(name: str) -> bool:
+    head, _, n = name.partition("+")
+    return head == "port" and n.isdigit()
 
 
 def has_flag(argv: list[str], flag: str) -> bool:

@@ -9,7 +9,13 @@ from typing import Any
 
 import yaml
 
-from harness.engines.base import EngineAdapter, LaunchPlan, positive_int
+from harness.engines.base import (
+    CHECKS_ONLY,
+    LAUNCH_SETTINGS,
+    EngineAdapter,
+    LaunchPlan,
+    positive_int,
+)
 
 EXTRA_OPTIONS_FILE = "extra_llm_api_options.yaml"
 # Per-request perf metrics and iteration stats feed /prometheus/metrics, where the speculative
@@ -19,6 +25,8 @@ METRICS_OPTIONS = {"return_perf_metrics": True, "enable_iter_perf_stats": True}
 
 class TrtllmAdapter(EngineAdapter):
     kind = "trtllm"
+    # trtllm-serve runs from PATH: engine.python only where a template names {python}
+    applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS, "extra_options"} - {"python"})
 
     def extra_options(self, max_concurrency: int) -> dict[str, Any]:
         spec, t = self.sc.speculator, self.sc.topology
@@ -44,9 +52,14 @@ class TrtllmAdapter(EngineAdapter):
     def options(self, max_concurrency: int) -> dict[str, Any]:
         """The extra-options YAML: an upstream script's as it is (engine.extra_options) plus
         what /prometheus/metrics needs, else the adapter's own with the recipe's over it."""
+        from harness.config.launches import merge_options
+        from harness.engines.kv_offload import trtllm_offload
+
         if self.sc.engine.argv_template:
             return {**self.sc.engine.extra_options, **METRICS_OPTIONS}
-        return {**self.extra_options(max_concurrency), **self.sc.engine.extra_options}
+        own = merge_options(self.extra_options(max_concurrency),
+                            trtllm_offload(self.sc.engine.kv_offload))
+        return {**own, **self.sc.engine.extra_options}
 
     @property
     def stream_interval(self) -> int:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.base import CHECKS_ONLY, LAUNCH_SETTINGS, EngineAdapter, LaunchPlan
 from harness.engines.cpu_split import engine_cores
+from harness.engines.kv_offload import add_offload
 
 VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model": "draft_model",
                 "eagle": "eagle", "dspark": "dspark"}
@@ -20,6 +21,7 @@ DRAFTER_METHODS = ("eagle3", "eagle", "draft_model", "dspark")
 
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
+    applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS, "threads"})  # threads: CPU build
 
     @property
     def checkpoint(self) -> str:
@@ -58,6 +60,8 @@ class VllmAdapter(EngineAdapter):
         argv = self.templated_argv(port, max_concurrency)
         argv = self.own_argv(port, max_concurrency) if argv is None else self.inject(argv)
         env = dict(self.sc.engine.env)
+        if not self.sc.engine.argv_template:  # an upstream command carries its own
+            argv, env = add_offload(self.kind, self.sc.engine.kv_offload, argv, env)
         bind = cpu_bind(self.sc.engine.threads)
         if bind is not None:
             env["VLLM_CPU_OMP_THREADS_BIND"] = bind

@@ -77,7 +77,8 @@ class GateReport:
 
 def point_label(p: PointRecord) -> str:
     i = p.identity
-    return f"{series_label(i.series_key())} · {i.scenario} · conc {i.conc}"
+    load = f"conc {i.conc}" if i.rate is None else f"rate {i.rate:g}/s ({i.arrival})"
+    return f"{series_label(i.series_key())} · {i.scenario} · {load}"
 
 
 def _group(points: Sequence[PointRecord]) -> dict[tuple[Any, ...], list[PointRecord]]:
@@ -115,6 +116,19 @@ def _settings_difference(b: Sequence[PointRecord], c: Sequence[PointRecord]) -> 
             diffs.append(f"{key.replace('_', ' ')} differ (baseline {', '.join(map(str, bs))}, "
                          f"candidate {', '.join(map(str, cs))})")
     return "; ".join(diffs)
+
+
+SLO_FIELDS = ("slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms")
+
+
+def slo_difference(b: Sequence[PointRecord], c: Sequence[PointRecord]) -> str:
+    """'' when both sides judged goodput against the same SLOs (docs/slo.md), else what
+    differs: goodput under different objectives is not comparable."""
+    def objectives(points: Sequence[PointRecord]) -> set[tuple]:
+        return {tuple(p.get(k) for k in SLO_FIELDS) for p in points}
+    bs, cs = objectives(b), objectives(c)
+    return "" if bs == cs else f"SLOs differ (baseline {sorted(bs, key=str)}, candidate " \
+                               f"{sorted(cs, key=str)})"
 
 
 def compare_samples(base: Sequence[float], cand: Sequence[float], higher_better: bool,
@@ -168,7 +182,12 @@ def gate(baseline: Sequence[PointRecord], candidate: Sequence[PointRecord],
                     rep.invalid.append(f"{sub}: invalid in the {side} ({why})")
                     continue
                 comparable += [*bs, *cs]
-                rep.comparisons += _point_comparisons(sub, bs, cs, metrics, threshold, alpha)
+                names = list(metrics)
+                if (slo_diff := slo_difference(bs, cs)) and any(
+                        m.startswith(("goodput", "slo_")) for m in names):
+                    rep.not_comparable.append(f"{sub}: goodput not comparable: {slo_diff}")
+                    names = [m for m in names if not m.startswith(("goodput", "slo_"))]
+                rep.comparisons += _point_comparisons(sub, bs, cs, names, threshold, alpha)
     ok = {id(p) for p in comparable}
     rep.comparisons += frontier_comparisons([p for p in baseline if id(p) in ok],
                                             [p for p in candidate if id(p) in ok],

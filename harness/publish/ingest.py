@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from harness.config.locations import repo_root
+from harness.publish.links import web_link
 from harness.record.results import ResultsWriteError, RunDir, RunLocked, atomic_write, dumps
 
 MODELS = {"dsr1": "deepseek-r1", "gptoss": "gpt-oss-120b", "llama70b": "llama-3.3-70b"}
@@ -91,6 +92,9 @@ def check_row(row: Any, n: int, source: str) -> None:
     for key, v in m.items():
         if isinstance(v, int | float) and not isinstance(v, bool) and not math.isfinite(v):
             raise bad(f"metrics.{key} is {v}, not a finite number")
+    url = row.get("run_url")
+    if url not in (None, "") and web_link(url) is None:
+        raise bad(f"run_url {str(url)[:200]!r} is not an http(s) URL (a dashboard links it)")
     tput = m["tput_per_gpu"]
     if isinstance(tput, bool) or not isinstance(tput, int | float) or tput < 0:
         raise bad(f"metrics.tput_per_gpu must be a number >= 0, got {tput!r}")

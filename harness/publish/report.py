@@ -27,13 +27,31 @@ _COLUMNS = (
 )
 
 
+# Shown when some point has them: the open-loop rate and send lag, goodput (docs/slo.md).
+_OPTIONAL = (
+    ("rate", "rate", "{:>6.2f}", 0),
+    ("lag p99", "send_lag_p99_ms", "{:>7.2f}", 1),
+    ("goodput", "goodput", "{:>7.2f}", None),
+    ("good %", "goodput_share", "{:>6.1%}", None),
+)
+
+
+def columns(points: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The fixed columns, with the optional ones some point carries (rate first)."""
+    cols = list(_COLUMNS)
+    for head, key, fmt, at in _OPTIONAL:
+        if any(p.get(key) is not None for p in points):
+            cols.insert(at if at is not None else len(cols), (head, key, fmt))
+    return cols
+
+
 def _scale(key: str) -> float:
     m = CATALOGUE.get(key)
     return m.scale if m is not None else 1.0
 
 
 def _cell(fmt: str, value: Any, scale: float) -> str:
-    width = int(fmt.split(">")[1].split(".")[0].rstrip("d}"))
+    width = int(fmt.split(">")[1].split(".")[0].rstrip("d}%"))
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-".rjust(width)
     return fmt.format(value * scale if scale != 1 else value)
@@ -41,13 +59,15 @@ def _cell(fmt: str, value: Any, scale: float) -> str:
 
 def summary_table(points: Iterable[dict[str, Any]]) -> str:
     points = sorted(points, key=lambda p: (p.get("scenario", ""), p.get("spec_method", ""),
-                                           p.get("conc", 0), p.get("repeat", 0)))
+                                           p.get("rate") or 0, p.get("conc", 0),
+                                           p.get("repeat", 0)))
     if not points:
         return "(no points)"
-    head = " ".join(h.rjust(len(_cell(f, 0, 1))) for h, _, f in _COLUMNS) + "  valid"
+    cols = columns(points)
+    head = " ".join(h.rjust(len(_cell(f, 0, 1))) for h, _, f in cols) + "  valid"
     lines = [head, "-" * len(head)]
     for p in points:
-        row = " ".join(_cell(f, p.get(k), _scale(k)) for _, k, f in _COLUMNS)
+        row = " ".join(_cell(f, p.get(k), _scale(k)) for _, k, f in cols)
         lines.append(f"{row}  {'yes' if p.get('valid') else 'NO'}")
     first = points[0]
     kind = first.get("scenario_kind")

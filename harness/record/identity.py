@@ -36,12 +36,19 @@ def engine_settings_hash(sc: SweepConfig) -> str:
 _SCENARIO_LATER = ("dataset", "warmup_requests_per_lane", "start_min_ratio", "start_max_ratio",
                    "join_rule", "pacing", "split_chains", "primer_start", "measured_window",
                    "cache_bust")
+# Open-loop settings (docs/slo.md), left out at their defaults on every kind; the rate list is
+# the axis (each point's own rate is in its identity), never part of the settings hash.
+_SCENARIO_OPEN_LOOP = ("arrival", "burstiness", "max_inflight", "num_requests")
 _SCENARIO_DEFAULTS = dataclasses.asdict(ScenarioConfig(name="", kind="fixed"))
 
 
 def scenario_settings_hash(sc: SweepConfig) -> str:
     s = dataclasses.asdict(sc.scenario)
     s.pop("description", None)
+    s.pop("request_rate", None)
+    for k in _SCENARIO_OPEN_LOOP:
+        if s.get(k) == _SCENARIO_DEFAULTS[k]:
+            del s[k]
     if sc.scenario.kind != "agentic":
         for k in _SCENARIO_LATER:
             if s.get(k) == _SCENARIO_DEFAULTS[k]:
@@ -51,7 +58,9 @@ def scenario_settings_hash(sc: SweepConfig) -> str:
 
 
 def point_identity(sc: SweepConfig, concurrency: int, repeat: int,
-                   acceptance: AcceptancePlan | None = None) -> PointIdentity:
+                   acceptance: AcceptancePlan | None = None,
+                   rate: float | None = None) -> PointIdentity:
+    """`rate`: an open-loop point's offered rate (then `concurrency` is the in-flight cap)."""
     spec, topo, scen = sc.speculator, sc.topology, sc.scenario
     acc = acceptance or AcceptancePlan("none")
     return PointIdentity(**{
@@ -82,4 +91,6 @@ def point_identity(sc: SweepConfig, concurrency: int, repeat: int,
         "osl": scen.osl,
         "conc": concurrency,
         "repeat": repeat,
+        "rate": None if rate is None else float(rate),
+        "arrival": scen.arrival if rate is not None else "closed",
     })

@@ -58,10 +58,14 @@ class PointIdentity:
     repeat: int = 0
     disagg: bool = False  # prefill and decode on separate GPU pools
     pcp: int = 1  # prefill context parallelism
+    # Open-loop arrivals (docs/slo.md): the offered rate (req/s) and its process; `conc` is
+    # then the in-flight cap (0: none). None / "closed": InferenceX's closed loop.
+    rate: float | None = None
+    arrival: str = "closed"
 
     # Fields that did not exist when point ids were first hashed: left out of the hash while
     # they hold their default, so the ids of earlier runs stay what they were.
-    _LATER = ("disagg", "pcp")
+    _LATER = ("disagg", "pcp", "rate", "arrival")
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -71,7 +75,8 @@ class PointIdentity:
         for name in self._LATER:
             if d[name] == PointIdentity.__dataclass_fields__[name].default:
                 del d[name]
-        return f"c{self.conc}-r{self.repeat}-{digest(d)[:12]}"
+        load = f"c{self.conc}" if self.rate is None else f"q{self.rate:g}"
+        return f"{load}-r{self.repeat}-{digest(d)[:12]}"
 
     def match_key(self) -> tuple[Any, ...]:
         """What a gate matches across runs: the identity without the repeat and without what a

@@ -36,14 +36,14 @@ def read_points_counted(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
     for line in path.read_bytes().split(b"\n"):
         if not line.strip():
             continue
-        objs, torn = _parse_line(line)
+        objs, torn = parse_line(line)
         unreadable += torn
         for p in objs:
             latest[str(p.get("point_id", len(latest)))] = p
     return list(latest.values()), unreadable
 
 
-def _parse_line(line: bytes) -> tuple[list[dict[str, Any]], int]:
+def parse_line(line: bytes) -> tuple[list[dict[str, Any]], int]:
     """The objects in one line and the number of torn pieces. A line is normally one object;
     a torn write can leave a piece of one glued to the next (`{"a": 1, "b{"point_id"...}`,
     or `...}{...`): every complete object is recovered, each torn piece counted once."""

@@ -3,6 +3,7 @@
     run.json                    provenance of the run (versions, git revision, host, command)
     configs/<job>.yaml          the resolved config of every job (one engine launch each)
     points.jsonl                one JSON object per point, appended when the point is complete
+                                (a point measured again replaces its line: rewritten atomically)
     requests/<point_id>.parquet every request record of the point (warmup included, flagged)
     servers/<launch>.log        the engine's log
     server_metrics/<point_id>.json  /metrics scrapes before, through and after the point
@@ -50,7 +51,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.config.run_id import run_id_problem
-from harness.record.points_file import POINTS_FILE, read_points, read_points_counted
+from harness.record.points_file import (
+    POINTS_FILE,
+    parse_line,
+    read_points,
+    read_points_counted,
+)
 from harness.records import RequestRecord
 
 log = logging.getLogger("harness")
@@ -267,9 +273,13 @@ class RunDir:
         """Append one line. A short write is continued until the line is whole; a write that
         fails is rolled back (truncated to the old size) where the disk still allows, and
         raised as ResultsWriteError. A torn line left by an earlier killed writer is ended
-        first, so this line never merges with it."""
+        first, so this line never merges with it. A point already in the file (a failed point
+        measured again on resume, or --fresh) replaces its line instead: the file is rewritten
+        atomically, so every reader sees each point once."""
         line = dumps(point) + b"\n"
         path = self.points_path
+        if self._replace_point(str(point.get("point_id")), line):
+            return
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as e:
@@ -289,8 +299,52 @@ class RunDir:
         finally:
             os.close(fd)
 
+    def _replace_point(self, point_id: str, line: bytes) -> bool:
+        """Rewrite points.jsonl with `line` where `point_id`'s line was (every other line kept
+        byte for byte, torn ones too); False when the point is not in the file yet."""
+        path = self.points_path
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            raise _write_error(path, e) from e
+        if dumps({"point_id": point_id})[1:-1] not in data:  # orjson: no spaces, one spelling
+            return False
+        out: list[bytes] = []
+        placed = False
+        for raw in data.split(b"\n"):
+            if not raw.strip():
+                continue
+            objs, _ = parse_line(raw)
+            if not any(str(o.get("point_id")) == point_id for o in objs):
+                out.append(raw + b"\n")
+                continue
+            # this line held the point (maybe glued to another): the others stay, as lines
+            out += [dumps(o) + b"\n" for o in objs if str(o.get("point_id")) != point_id]
+            if not placed:
+                out.append(line)
+                placed = True
+        if not placed:
+            return False
+        atomic_write(path, b"".join(out))
+        return True
+
     def points(self) -> list[dict[str, Any]]:
         return read_points(self.root)
+
+    def amend_points(self, ids: set[str], amend: Any) -> int:
+        """Rewrite the lines of points `ids` through `amend(line) -> line` (a check that ran
+        after them adds its verdict), the file replaced whole: every other line is kept as it
+        was read. Returns how many were amended."""
+        lines, n = [], 0
+        for line in read_points(self.root):
+            if line.get("point_id") in ids:
+                line, n = amend(line), n + 1
+            lines.append(line)
+        if n:
+            atomic_write(self.points_path, b"".join(dumps(x) + b"\n" for x in lines))
+        return n
 
     def completed_ids(self) -> set[str]:
         """Points that need no re-measuring: status ok. A failed point is measured again."""

@@ -212,6 +212,42 @@ def acceptance_rule(mode: str, requested: float | None, realised: float | None,
                  "check the engine's acceptance knob and metrics, or run longer")]
 
 
+def speculation_rule(method: str, mode: str, k: int, realised: float | None,
+                     note: str | None, waived: bool) -> list[Rule]:
+    """A speculative label needs evidence: the engine's metrics must show it drafting (a
+    realised AL). Injected points are judged by acceptance_realised; this is every other
+    speculative point. `waived`: speculator.unverified_ok, recorded on the rule and point."""
+    if method == "none" or mode == "injected":
+        return []
+    bound = "a realised AL from the engine's metrics"
+    if realised is not None:
+        return [Rule("speculation_observed", True, realised, bound,
+                     f"{method} k={k}: realised AL {realised:.3f}")]
+    why = f"{method} k={k} was never observed: no realised AL" + (f" ({note})" if note else "")
+    if waived:
+        return [Rule("speculation_observed", True, None, bound,
+                     f"{why}; waived by speculator.unverified_ok=true: the label is unverified")]
+    return [Rule("speculation_observed", False, None, bound, why,
+                 "attach with engine.family set to the engine behind the URL (its metrics "
+                 "verify the speculation), or set speculator.unverified_ok=true to keep the "
+                 "point with its label marked unverified")]
+
+
+# A send later than this after its scheduled time means the client fell behind its schedule
+# (timestamped replay and open-loop arrivals).
+MAX_SEND_LAG_P99_S = 0.005
+
+
+def schedule_rule(lag_p99_ms: float | None) -> list[Rule]:
+    """An open-loop point is invalid when the client sent late (p99 of send lag)."""
+    bound = MAX_SEND_LAG_P99_S * 1e3
+    ok = lag_p99_ms is None or lag_p99_ms <= bound
+    return [Rule("schedule_kept", ok, lag_p99_ms, f"p99 <= {bound:g} ms",
+                 f"requests were sent {lag_p99_ms or 0:.1f} ms late at p99 (the client fell "
+                 "behind its schedule)", "lower the rate or speed-up, or give the client an "
+                 "idle core")]
+
+
 def judge(*groups: Iterable[Rule]) -> Validity:
     return Validity(tuple(r for g in groups for r in g))
 

@@ -13,6 +13,7 @@ from harness.engines import counters, prometheus, server_cache
 from harness.engines.base import EngineAdapter
 from harness.engines.sampler import Sampled
 from harness.record import energy
+from harness.record.goodput import Slo, goodput_metrics
 from harness.record.metrics import GpuCount, point_metrics
 from harness.record.point_record import PointIdentity, PointRecord
 from harness.record.validity import (
@@ -23,6 +24,7 @@ from harness.record.validity import (
     engine_rules,
     judge,
     request_rules,
+    speculation_rule,
 )
 from harness.telemetry import NOT_SET, Choice
 from harness.workloads.base import Measurement, Workload
@@ -42,6 +44,7 @@ class JobContext:
     validity: ValiditySettings
     gpus: GpuCount
     telemetry: Choice = NOT_SET
+    body: Mapping[str, Any] | None = None  # fields every request carries (later prepares)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +143,8 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     `samples`: the server's metrics scraped through the measured window; `power` the
     accelerator telemetry's integration; `series_figures` harness.sweep.series.summary."""
     m = point_metrics(meas.measured.records, meas.measured.duration_s, ctx.gpus)
+    slo = slo_of(ctx.sc)
+    m.update(goodput_metrics(meas.measured.records, meas.measured.duration_s, slo))
     facts = ctx.workload.facts(meas, m, samples)
     eng = engine_facts(ctx.adapter, meas.server_before, meas.server_after, samples,
                        identity.conc)
@@ -158,11 +163,16 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
         acceptance_rule(plan.mode, plan.length, realised, eng.get("spec_independent_draws"),
                         ctx.sc.speculator.k, ctx.validity, eng.get("spec_al_note")),
         power_rule(pwr, ctx.sc.telemetry.require_power),
+        speculation_rule(ctx.sc.speculator.method, plan.mode, ctx.sc.speculator.k, realised,
+                         eng.get("spec_al_note"), ctx.sc.speculator.unverified_ok),
     )
+    if ctx.sc.speculator.method != "none" and realised is None \
+            and ctx.sc.speculator.unverified_ok:
+        eng["spec_unverified_ok"] = True  # shown on the point and its page
     # Chunks carry up to this many tokens (the engine's --stream-interval): ITL is per chunk.
     values = {**m, **facts, **health, **eng,
               "stream_interval": getattr(ctx.adapter, "stream_interval", 1),
-              **pwr, **(series_figures or {})}
+              **pwr, **(series_figures or {}), **slo.fields()}
     return PointRecord(
         point_id=identity.point_id(), run_id=ctx.run_id, identity=identity,
         status="failed" if verdict.fatal else "ok", validity=verdict,
@@ -174,6 +184,10 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
         extras={**{k: v for k, v in values.items() if not _is_metric(k)},
                 **plan.fields()},
     )
+
+
+def slo_of(sc: SweepConfig) -> Slo:
+    return Slo(sc.slo.ttft_ms, sc.slo.tpot_ms, sc.slo.e2el_ms)
 
 
 def _is_metric(key: str) -> bool:

@@ -23,9 +23,12 @@ from harness.config.errors import ConfigError
 from harness.config.launches import launches
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
+from harness.engines import profiler
+from harness.engines.profiler import PointProfiler
 from harness.engines.registry import adapter_class, make_adapter
 from harness.engines.sampler import MetricsSampler
 from harness.engines.session import EngineSession
+from harness.evals.context import with_eval_context
 from harness.publish.report import print_summary
 from harness.record import energy
 from harness.record.identity import point_identity
@@ -35,7 +38,7 @@ from harness.record.results import RunDir, atomic_write, git_revision
 from harness.record.validity import settings_for
 from harness.spec import acceptance
 from harness.spec.acceptance import AcceptancePlan
-from harness.sweep import interrupts, series
+from harness.sweep import correctness, interrupts, search, series
 from harness.sweep.point import EngineState, JobContext, PowerMeasurement, assemble, now_iso
 from harness.telemetry.base import TelemetrySampler
 from harness.workloads.base import LoadLevel, Measurement, Target
@@ -62,13 +65,37 @@ def run_seed(sc: SweepConfig) -> int:
 
 
 def plan_points(sc: SweepConfig, plan: AcceptancePlan | None = None) -> list[PlannedPoint]:
-    seed = run_seed(sc)
+    """Every point of the grid: one per concurrency (closed loop) or per request rate (open
+    loop, docs/slo.md), per repeat."""
     out = []
     for rep in range(sc.repeats):
-        for c in sc.concurrency:
-            ident = point_identity(sc, c, rep, plan)
-            out.append(PlannedPoint(ident, LoadLevel(ident.point_id(), c, rep, seed)))
+        for load in load_axis(sc):
+            out.append(planned_point(sc, load, rep, plan))
     return out
+
+
+def open_loop(sc: SweepConfig) -> bool:
+    return sc.scenario.kind == "fixed" and sc.scenario.arrival != "closed"
+
+
+def load_axis(sc: SweepConfig) -> list[float]:
+    """The grid's load levels: request rates when open loop, else concurrencies."""
+    if open_loop(sc):
+        return [float(r) for r in sc.scenario.request_rate]
+    return [float(c) for c in sc.concurrency]
+
+
+def planned_point(sc: SweepConfig, load: float, repeat: int,
+                  plan: AcceptancePlan | None = None) -> PlannedPoint:
+    """One point at `load` on the sweep's axis (a rate when open loop, else a concurrency)."""
+    seed = run_seed(sc)
+    if open_loop(sc):
+        cap = sc.scenario.max_inflight
+        ident = point_identity(sc, cap, repeat, plan, rate=load)
+        return PlannedPoint(ident, LoadLevel(ident.point_id(), cap, repeat, seed, rate=load))
+    c = int(load)
+    ident = point_identity(sc, c, repeat, plan)
+    return PlannedPoint(ident, LoadLevel(ident.point_id(), c, repeat, seed))
 
 
 def client_settings(sc: SweepConfig, keep_alive: bool) -> ClientSettings:
@@ -78,24 +105,30 @@ def client_settings(sc: SweepConfig, keep_alive: bool) -> ClientSettings:
         max_stamp_err_ms=sc.client.max_stamp_err_ms, max_cpu_share=sc.client.max_cpu_share,
         max_event_bytes=sc.client.max_event_bytes, keep_alive=keep_alive,
         max_queue_delay_ms=sc.client.max_queue_delay_ms,
-        max_stall_share=sc.client.max_stall_share, workers=sc.client.workers)
+        max_stall_share=sc.client.max_stall_share, workers=sc.client.workers,
+        transport=sc.client.transport)
 
 
 def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,
                 todo: list[PlannedPoint], plan: AcceptancePlan) -> JobContext:
     """Everything before the engine starts: the workload built and its requests encoded, the
     adapter built whole from the recipe, the acceptance plan and the workload's hints."""
-    adapter_class(sc.engine.kind).validate(sc, locate)  # cheap refusals first
+    adapter_class(sc.engine.kind).check(sc, locate)  # cheap refusals first
+    problem = profiler.support_problem(sc)
+    if problem:
+        key, what, fix = problem
+        raise ConfigError(locate(key), key, what, fix)
+    correctness.check_data(sc, repo, locate)  # eval data present, SWE-bench refused
     choice = choose_telemetry(sc, locate)
     workload = make_workload(sc, load_tokenizer(sc.model), repo)
-    adapter = make_adapter(sc, plan, workload.hints(), locate)
+    adapter = make_adapter(sc, plan, with_eval_context(workload.hints(), sc), locate)
     body = stream_body(adapter.served_model_name, dict(sc.scenario.sampling),
                        adapter.request_extras())
     workload.prepare([p.level for p in todo], body)
     t = sc.topology
     gpus = GpuCount(gpus_of(sc), t.prefill_gpus, t.decode_gpus)
     return JobContext(sc, sc.run_id, name, adapter, workload, run_seed(sc),
-                      git_revision(repo), settings_for(sc), gpus, telemetry=choice)
+                      git_revision(repo), settings_for(sc), gpus, telemetry=choice, body=body)
 
 
 def choose_telemetry(sc: SweepConfig, locate: Locate) -> telemetry.Choice:
@@ -137,6 +170,8 @@ def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
 def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,
                plan: AcceptancePlan) -> list[PointRecord]:
     """One engine launch: its pending points, each on disk before the next begins."""
+    if sc.search.mode == "slo":
+        return run_search(sc, run, name, repo, locate, plan)
     planned = plan_points(sc, plan)
     done = set() if sc.fresh else run.completed_ids()
     todo = [p for p in planned if p.level.point_id not in done]
@@ -152,13 +187,59 @@ def run_launch(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loca
         print(f"engine ready: {eng.version} at {eng.base_url}")
         for p in todo:
             interrupts.check()
-            record = run_point(ctx, eng, p, run)
-            written.append(record)
-            engine_down = any(r.name.startswith("engine_") for r in record.validity.failed)
-            if engine_down and eng.launches_engine:
-                print(f"engine failed during {p.level.point_id} "
-                      f"({record.reasons[0].splitlines()[0]}); restarting it")
-                eng.restart()
+            written.append(measure(ctx, eng, p, run))
+        interrupts.check()
+        # after the points, against the same server (InferenceX's RUN_EVAL order)
+        correctness.run_stage(sc, run, name, repo, locate, eng, ctx.adapter,
+                              {p.level.point_id for p in todo})
+    return written
+
+
+def measure(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir) -> PointRecord:
+    """One point; an engine that died in it is restarted for the next."""
+    record = run_point(ctx, eng, p, run)
+    engine_down = any(r.name.startswith("engine_") for r in record.validity.failed)
+    if engine_down and eng.launches_engine:
+        print(f"engine failed during {p.level.point_id} "
+              f"({record.reasons[0].splitlines()[0]}); restarting it")
+        eng.restart()
+    return record
+
+
+def run_search(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,
+               plan: AcceptancePlan) -> list[PointRecord]:
+    """search.mode=slo (harness.sweep.search, docs/slo.md): loads chosen one at a time, each an
+    ordinary point of the run; a point already complete in the run is read, not measured."""
+    s, crit = sc.search, search.criteria(sc.search.criteria)
+    state = search.SloSearch(float(s.lo), float(s.hi), float(s.resolution), s.confirm,
+                             integer=not open_loop(sc))
+    first = planned_point(sc, state.lo, 0, plan)
+    ctx = prepare_job(sc, run, name, repo, locate, [first], plan)
+    done = {} if sc.fresh else {p["point_id"]: p for p in run.points()
+                                if p.get("status") == "ok"}
+    written: list[PointRecord] = []
+    slots = max(sc.concurrency) if open_loop(sc) else int(s.hi)
+    with EngineSession(ctx.adapter, run.root, name, slots) as eng:
+        print(f"engine ready: {eng.version} at {eng.base_url}")
+        while (load := state.next_load()) is not None:
+            interrupts.check()
+            p = planned_point(sc, load, len(state.seen.get(load, [])), plan)
+            flat = done.get(p.level.point_id)
+            if flat is None:
+                ctx.workload.prepare([p.level], dict(ctx.body or {}))
+                record = measure(ctx, eng, p, run)
+                written.append(record)
+                flat = record.flat()
+            verdict = search.judge(flat, crit)
+            state.record(load, p.level.point_id, verdict)
+            print(f"search: load {load:g} {'passes' if verdict.ok else 'fails'}"
+                  + ("" if verdict.ok else f" ({verdict.breach})"))
+    result = state.result(crit)
+    run.write_json(f"search/{name}.json", {"axis": "rate" if open_loop(sc) else "concurrency",
+                                           **result})
+    print(f"search: highest passing {result['highest_passing']}, lowest failing "
+          f"{result['lowest_failing']} ({result['breaching_metric']}), "
+          f"{result['num_points']} points")
     return written
 
 
@@ -166,10 +247,15 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
     """Measure one point; its requests, server samples, time series and power audit are on
     disk before its line. The samplers run beside the load; a failing one is a gap."""
     started = now_iso()
-    target = Target(eng.base_url, client_settings(ctx.sc, ctx.adapter.keep_alive), eng.scrape)
+    prof, around = engine_hooks(ctx, eng, p.level.point_id, run)
+    target = Target(eng.base_url, client_settings(ctx.sc, ctx.adapter.keep_alive), eng.scrape,
+                    window_start=prof.start if prof else None,
+                    window_stop=prof.stop if prof else None)
     total = ctx.workload.expected_requests(p.level)
     gpu = ctx.telemetry.sampler(ctx.sc.telemetry.period_s)
-    with (tqdm(total=total, desc=f"conc {p.level.concurrency:>4}", unit="req") as bar,
+    desc = (f"rate {p.level.rate:g}/s" if p.level.rate is not None
+            else f"conc {p.level.concurrency:>4}")
+    with (tqdm(total=total, desc=desc, unit="req") as bar,
           MetricsSampler(eng.scrape) as sampler, gpu or contextlib.nullcontext()):
         wait_s = 2 * ctx.sc.telemetry.period_s + 1.0
         if gpu is not None:  # readings on both sides of the window, as upstream's monitor has
@@ -178,6 +264,7 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
         if gpu is not None:
             gpu.wait_past(meas.measured.end_ts, wait_s)
     pid = p.level.point_id
+    meas.extra.update({**around, **(prof.facts() if prof else {})})
     window = sampler.within(meas.measured.start_ts, meas.measured.end_ts)
     run.write_requests(pid, meas.records)
     run.write_json(f"server_metrics/{pid}.json",
@@ -195,6 +282,24 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
             ctx.sc.telemetry.max_gap_s))
     run.append_point(record.flat())
     return record
+
+
+def engine_hooks(ctx: JobContext, eng: EngineSession, pid: str,
+                 run: RunDir) -> tuple[PointProfiler | None, dict]:
+    """The engine's prefix cache reset now (engine.reset_cache_before_point), and its profiler
+    for the measured window (engine.profile); facts for the point."""
+    e = ctx.sc.engine
+    family = profiler.engine_family(ctx.sc) or ""
+    facts: dict = {}
+    if e.reset_cache_before_point:
+        facts = profiler.reset_cache(eng.base_url, family, eng.headers())
+    if not e.profile:
+        return None, facts
+    if profiler.PROFILERS[family].dir_in_body:
+        trace_dir: Path | None = run.root / "profiles" / pid
+    else:  # fixed at launch by the server's environment; unknown for an attached server
+        trace_dir = eng.trace_dir if eng.launches_engine else None
+    return PointProfiler(eng.base_url, family, trace_dir, eng.headers()), facts
 
 
 def write_series(run: RunDir, pid: str, ctx: JobContext, meas: Measurement,

@@ -47,6 +47,7 @@ import orjson
 from aiohttp import web
 
 from harness.spec.acceptance import synthetic_rates
+from harness.testing import emulator_control as control
 from harness.testing import emulator_metrics as metrics
 from harness.testing.emulator_cache import PrefixCache
 from harness.testing.emulator_state import ENGINES, Options, Rank, Req
@@ -301,6 +302,7 @@ class Emulator:
             app.router.add_get("/metrics", self.prometheus)
         if self.o.engine == "atom":
             app.router.add_get("/debug/mtp_stats", self.atom_mtp_stats)
+        control.add_routes(app, self)  # profiler and cache reset (emulator_control.py)
 
         async def start_ranks(_: web.Application) -> None:
             self.tasks = [asyncio.ensure_future(self.rank_loop(r)) for r in self.ranks]

@@ -8,8 +8,9 @@ lanes are its implementations (`harness.workloads.registry`); the runner never a
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,12 @@ class LoadLevel:
     concurrency: int
     repeat: int
     seed: int  # the point's own seed (derived from the run seed)
+    rate: float | None = None  # open loop: the offered request rate (req/s); None: closed
+
+    @property
+    def load(self) -> float:
+        """The point's load on its axis: the rate when open loop, else the concurrency."""
+        return self.rate if self.rate is not None else float(self.concurrency)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,10 @@ class Target:
     base_url: str
     settings: ClientSettings
     scrape: Callable[[], prometheus.Sample]
+    # Called right before the measured phase's first request and right after its last reply
+    # (the engine's profiler, harness.engines.profiler); None: nothing to do.
+    window_start: Callable[[], None] | None = None
+    window_stop: Callable[[], None] | None = None
 
 
 @dataclass
@@ -54,6 +65,18 @@ class Measurement:
 
 
 OnDone = Callable[[RequestRecord], None] | None
+
+
+@contextlib.contextmanager
+def measured_window(target: Target) -> Iterator[None]:
+    """The target's window hooks (the engine's profiler) right around the measured phase."""
+    if target.window_start is not None:
+        target.window_start()
+    try:
+        yield
+    finally:
+        if target.window_stop is not None:
+            target.window_stop()
 
 
 class Workload(ABC):

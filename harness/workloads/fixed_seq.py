@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +24,17 @@ import orjson
 
 from harness.config.schema import ScenarioConfig, SweepConfig
 from harness.engines.hints import EngineHints
+from harness.engines.sampler import Sampled
+from harness.record.validity import Rule, ValiditySettings, schedule_rule
 from harness.records import PHASE_MEASURED, PHASE_WARMUP, RequestSpec
-from harness.workloads.base import LoadLevel, Measurement, OnDone, Target, Workload
+from harness.workloads.base import (
+    LoadLevel,
+    Measurement,
+    OnDone,
+    Target,
+    Workload,
+    measured_window,
+)
 
 _MAX_ROUNDS = 16
 
@@ -138,10 +148,12 @@ def build_fixed_point(
     body_base: dict[str, Any],
     id_prefix: str,
     progress: Callable[[int], None] | None = None,
+    counts: tuple[int, int] | None = None,
 ) -> FixedPointRequests:
-    """All requests of one point, encoded before any timing starts."""
-    n_warm = scenario.warmup_per_conc * concurrency
-    n_meas = scenario.requests_per_conc * concurrency
+    """All requests of one point, encoded before any timing starts. `counts`: (warmup,
+    measured) when not 2xC and 10xC (open loop)."""
+    n_warm, n_meas = counts or (scenario.warmup_per_conc * concurrency,
+                                scenario.requests_per_conc * concurrency)
     n = n_warm + n_meas
     isls = draw_lengths(rng, scenario.isl, scenario.range_ratio, n)
     osls = draw_lengths(rng, scenario.osl, scenario.range_ratio, n)
@@ -225,9 +237,17 @@ class FixedSequenceWorkload(Workload):
             return scen.chat_template
         return self.sc.speculator.method != "none"
 
-    def expected_requests(self, level: LoadLevel) -> int:
+    def counts(self, level: LoadLevel) -> tuple[int, int]:
+        """(warmup, measured) requests: 2xC and 10xC closed loop; open loop, per unit of rate
+        (rounded up) unless scenario.num_requests sets the measured count."""
         s = self.sc.scenario
-        return (s.warmup_per_conc + s.requests_per_conc) * level.concurrency
+        if level.rate is None:
+            return s.warmup_per_conc * level.concurrency, s.requests_per_conc * level.concurrency
+        unit = max(1, math.ceil(level.rate))
+        return s.warmup_per_conc * unit, s.num_requests or s.requests_per_conc * unit
+
+    def expected_requests(self, level: LoadLevel) -> int:
+        return sum(self.counts(level))
 
     def builder(self) -> Any:
         """InferenceX's random prompts, or the exact filtered ones (scenario.prompts)."""
@@ -247,15 +267,42 @@ class FixedSequenceWorkload(Workload):
         total = sum(self.expected_requests(lv) for lv in levels)
         with tqdm(total=total, desc="building prompts", unit="req", leave=False) as bar:
             for lv in levels:
-                rng = np.random.default_rng([lv.seed, lv.concurrency, lv.repeat, 0xF1])
+                if lv.point_id in self.requests:
+                    continue
+                rng = np.random.default_rng([lv.seed, lv.concurrency, lv.repeat, 0xF1,
+                                             *rate_key(lv)])
                 self.requests[lv.point_id] = build_fixed_point(
                     scen, lv.concurrency, builder, rng, dict(body), id_prefix=lv.point_id,
-                    progress=bar.update)
+                    progress=bar.update, counts=self.counts(lv))
 
     def run(self, target: Target, level: LoadLevel, on_done: OnDone = None) -> Measurement:
         reqs = self.requests[level.point_id]
+        if level.rate is not None:
+            from harness.workloads.open_loop import measure_open_loop
+
+            return measure_open_loop(target, reqs.warmup, reqs.measured, level, self.sc.scenario,
+                                     on_done)
         return measure_closed_loop(target, reqs.warmup, reqs.measured, level.concurrency,
                                    on_done)
+
+    def facts(self, meas: Measurement, metrics: Mapping[str, Any],
+              samples: Sampled = ()) -> dict[str, Any]:
+        if "request_rate" not in meas.extra:
+            return dict(meas.extra)
+        from harness.client.open_loop import lag_figures
+
+        return {**meas.extra, **lag_figures(meas.measured.records)}
+
+    def rules(self, metrics: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+        """Open loop: the client must have kept its schedule (as timestamped replay)."""
+        if metrics.get("request_rate") is None:
+            return []
+        return schedule_rule(metrics.get("send_lag_p99_ms"))
+
+
+def rate_key(level: LoadLevel) -> tuple[int, ...]:
+    """An open-loop point's rate in the prompt seed (mHz; closed-loop seeds unchanged)."""
+    return () if level.rate is None else (round(level.rate * 1000),)
 
 
 def measure_closed_loop(target: Target, warmup: list[RequestSpec], measured: list[RequestSpec],
@@ -280,6 +327,8 @@ def measure_closed_loop(target: Target, warmup: list[RequestSpec], measured: lis
 
     warm = phase(warmup)
     before = target.scrape()
-    meas = phase(measured)
+    with measured_window(target):
+        meas = phase(measured)
     after = target.scrape()
     return Measurement(warm, meas, before, after)
+

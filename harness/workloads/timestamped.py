@@ -25,16 +25,13 @@ from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.engines.hints import EngineHints
 from harness.engines.sampler import Sampled
-from harness.record.validity import Rule, ValiditySettings
+from harness.record.validity import Rule, ValiditySettings, schedule_rule
 from harness.records import RequestSpec
 from harness.workloads.agentic_lanes import load_fitted, replayed_hit_rates, scenario_file
 from harness.workloads.base import LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.traces import Trace
-
-# A send later than this after its scheduled time means the client fell behind its schedule.
-MAX_SEND_LAG_P99_S = 0.005
 
 
 def arrivals(traces: list[Trace], where: str) -> list[tuple[float, Trace]]:
@@ -127,13 +124,7 @@ class TimestampedReplayWorkload(Workload):
                 "send_lag_max_ms": float(arr.max() * 1e3) if arr.size else None}
 
     def rules(self, metrics: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
-        lag = metrics.get("send_lag_p99_ms")
-        bound = MAX_SEND_LAG_P99_S * 1e3
-        ok = lag is None or lag <= bound
-        return [Rule("schedule_kept", ok, lag, f"p99 <= {bound:g} ms",
-                     f"requests were sent {lag or 0:.1f} ms late at p99 (the client fell "
-                     "behind its schedule)", "lower the speed-up or give the client an idle "
-                     "core")]
+        return schedule_rule(metrics.get("send_lag_p99_ms"))
 
 
 def run_schedule(schedule: list[tuple[float, RequestSpec]], target: Target,

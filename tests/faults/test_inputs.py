@@ -60,6 +60,7 @@ def _error(override: str) -> ConfigError:
      "above the limit of 1"),
     ("topology.tp=0", "topology.tp", "must be >= 1"),
     ("topology.pp=-1", "topology.pp", "must be >= 1"),
+    ("client.transport=curl", "client.transport", "unknown transport 'curl'"),
 ])
 def test_setting_out_of_range_names_the_override_key_and_fix(override, key, problem) -> None:
     e = _error(override)

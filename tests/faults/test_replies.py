@@ -20,7 +20,10 @@ from harness.client.closed_loop import run_closed_loop
 from harness.client.sse import MALFORMED
 from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.records import RequestRecord, RequestSpec
-from tests.helpers import loopback_app
+from tests.helpers import both_transports, loopback_app
+
+# Every test here runs over both client.transport readers (aiohttp, httptools).
+transport = both_transports(__name__)
 
 
 def _ev(obj: object) -> bytes:
@@ -255,3 +258,66 @@ def test_closed_loop_window_is_the_servers_within_0_2_percent(scripted_server: s
         if abs(tries[-1][0]) < 0.002:
             return
     pytest.fail(f"(error, measured s, true s) per try: {tries}")
+
+
+def _reset_after(writes: list[bytes], head: bool = True) -> RequestRecord:
+    """One request to a server that writes `writes` and then drops the connection (no
+    terminating chunk); with head=False it drops it before any reply."""
+
+    async def reply(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        if not head:
+            request.transport.close()
+            await asyncio.sleep(0.05)
+            raise ConnectionResetError
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for w in writes:
+            await resp.write(w)
+            await asyncio.sleep(0.0005)
+        request.transport.close()
+        await asyncio.sleep(0.05)
+        return resp
+
+    async def go() -> RequestRecord:
+        async with (loopback_app("/v1/completions", reply) as url,
+                    StreamingClient(ClientSettings(url)) as c):
+            return await c.send(RequestSpec("r0", "/v1/completions", b"{}", 5, 63))
+
+    return asyncio.run(go())
+
+
+def test_a_connection_reset_mid_body_fails_with_the_payload_reason_and_keeps_the_chunks() -> None:
+    rec = _reset_after([_text(i) for i in range(12)])
+    _failed(rec, "ClientPayloadError: Response payload is not completed")
+    assert rec.http_status == 200 and len(rec.chunk_ts) == 12 and rec.truncated
+
+
+def test_a_connection_dropped_before_the_reply_is_a_server_disconnect() -> None:
+    rec = _reset_after([], head=False)
+    _failed(rec, "ServerDisconnectedError")
+    assert rec.http_status == 0
+
+
+def test_a_requests_own_headers_go_out_and_the_clients_win() -> None:
+    seen: dict[str, str] = {}
+
+    async def reply(request: web.Request) -> web.StreamResponse:
+        seen.update(request.headers)
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b"".join(_stream(3, end=_usage(3) + _DONE)))
+        await resp.write_eof()
+        return resp
+
+    async def go() -> RequestRecord:
+        async with (loopback_app("/v1/completions", reply) as url,
+                    StreamingClient(ClientSettings(url)) as c):
+            spec = RequestSpec("r0", "/v1/completions", b"{}", 5, 3,
+                               headers={"X-Session-Affinity": "s1", "Accept-Encoding": "gzip"})
+            return await c.send(spec)
+
+    rec = asyncio.run(go())
+    assert rec.ok, rec.error
+    assert seen["X-Session-Affinity"] == "s1" and seen["Accept-Encoding"] == "identity"

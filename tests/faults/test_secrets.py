@@ -25,6 +25,10 @@ from harness.client.streaming import ClientSettings, StreamingClient
 from harness.engines.process import EngineStartError
 from harness.engines.session import EngineSession
 from harness.records import RequestRecord, RequestSpec
+from tests.helpers import both_transports
+
+# The streaming client's tests run over both client.transport readers.
+transport = both_transports(__name__, autouse=False)
 
 KEY = "sk-test-0123456789abcdef-SECRET"
 ENV = "HARNESS_TEST_SECRET_KEY"
@@ -96,6 +100,7 @@ def _post(url: str, monkeypatch: pytest.MonkeyPatch) -> RequestRecord:
     return asyncio.run(go())
 
 
+@pytest.mark.usefixtures("transport")
 def test_client_never_follows_a_redirect_to_another_origin(monkeypatch) -> None:
     with serve(lambda h: _send(h, 200, b"{}")) as other, serve(_redirect_to(other.url)) as home:
         rec = _post(home.url, monkeypatch)
@@ -106,6 +111,7 @@ def test_client_never_follows_a_redirect_to_another_origin(monkeypatch) -> None:
     assert "set engine.url to the final URL" in rec.error
 
 
+@pytest.mark.usefixtures("transport")
 @pytest.mark.parametrize("pad", [0, 470], ids=["short", "key-across-the-500-char-cut"])
 def test_client_error_text_never_holds_the_key(monkeypatch, pad: int) -> None:
     with serve(_echo_headers(pad)) as home:

@@ -13,7 +13,9 @@ from aiohttp import web
 
 from harness.client.streaming import STALL_ERROR, ClientSettings, StreamingClient
 from harness.records import RequestRecord, RequestSpec
-from tests.helpers import loopback_app
+from tests.helpers import both_transports, loopback_app
+
+transport = both_transports(__name__)  # every test over both client.transport readers
 
 STALL_S = 0.3
 

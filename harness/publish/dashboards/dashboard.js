@@ -9,13 +9,23 @@ const DATA = JSON.parse(document.getElementById("harness-data").textContent);
 const X_AXES = DATA.x_axes;  // [{key, label, better: "higher"|"lower"}]
 const Y_AXES = DATA.y_axes;
 const FILTERS = ["model", "precision", "chip", "engine", "spec_method"];
-const VIEWS = ["frontier", "compare", "trend"];
+const VIEWS = ["frontier", "compare", "trend", "speculation"];
 const PLOT_CONFIG = {displaylogo: false, responsive: true,
   toImageButtonOptions: {format: "svg", filename: "harness"}};
 
+// A link from data (an ingested row's run_url, a config, a trace) is http(s) or relative, or
+// no link at all: a script URL (or any other scheme) would run or open something on click.
+function safeHref(v) {
+  const s = String(v);
+  return /^https?:\/\//i.test(s) || !/^[^/?#]*:/.test(s);
+}
+
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if ((k === "href" || k === "src") && !safeHref(v)) continue;
+    e.setAttribute(k, v);
+  }
   if (text !== undefined) e.textContent = text;
   return e;
 }
@@ -122,7 +132,7 @@ function buildFilters() {
 }
 
 function activeChart() {
-  return {frontier: "chart", compare: "compare-bars", trend: "trend"}[document.getElementById("view").value];
+  return {frontier: "chart", compare: "compare-bars", trend: "trend", speculation: "spec-chart"}[document.getElementById("view").value];
 }
 
 function selected(key) {
@@ -252,6 +262,7 @@ function render() {
   for (const v of VIEWS) document.getElementById("view-" + v).hidden = v !== view;
   if (view === "frontier") renderFrontier(pts, xa, ya, kind);
   else if (view === "compare") renderCompare(pts, xa, ya, kind);
+  else if (view === "speculation") renderSpeculation(document.getElementById("scenario").value);
   else renderTrend(pts, xa, ya, kind);
   document.getElementById("count").textContent =
     `${pts.length} points in ${bySeriesMap(pts).size} series`;

@@ -15,21 +15,27 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from harness.publish import spec_report
 from harness.publish.curves import series_key, series_label, with_costs
+from harness.publish.dashboards.capacity import capacity_figures, read_searches
 from harness.publish.dashboards.point_page import (
     NO_TELEMETRY,
     SUMMARY_KEYS,
     page_href,
     write_point_pages,
 )
+from harness.publish.links import web_link
+from harness.publish.spec_cost import cost_rows
+from harness.publish.speedup import base_key, base_label, group_series, spec_config
 from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_record import load_flat
 from harness.record.results import atomic_write
 
 # The axes a reader can choose, in menu order; labels and directions are the catalogue's.
 X_AXIS_KEYS = ("median_intvty", "p90_intvty", "p99_intvty", "p90_e2e_intvty", "p75_e2e_intvty",
-               "median_e2el", "median_ttft", "p99_ttft")
-Y_AXIS_KEYS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu",
+               "median_e2el", "median_ttft", "p99_ttft", "p90_tpot", "goodput_share")
+Y_AXIS_KEYS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "goodput",
+               "goodput_share",
                *(f"cost_per_mtok_{t}" for t in PRICE_TIERS),
                *(f"tok_per_dollar_{t}" for t in PRICE_TIERS), "tok_s_per_mw", "j_per_tok")
 
@@ -113,11 +119,33 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
               + (f"realised {_fmt(realised)}" if realised is not None
                  else "realised not observed"))
         lines.append(f"speculator {spec} k={_fmt(p.get('spec_k'))} · {al}")
+        if p.get("spec_unverified_ok"):
+            lines.append("speculation UNVERIFIED: the engine's metrics showed none; the label "
+                         "is kept by speculator.unverified_ok=true")
+        # harness.evals.lossless: same prompts with and without the speculator
+        lines.append(f"lossless check: {_fmt(p.get('lossless_verdict') or 'not run')}")
+    for r in p.get("eval_results") or []:
+        if isinstance(r, dict):
+            lines.append(f"eval {_fmt(r.get('task'))}: {_fmt(r.get('score'))} ± "
+                         f"{_fmt(r.get('stderr'))} (n {_fmt(r.get('n'))}, floor "
+                         f"{_fmt(r.get('floor'))}{'' if r.get('passed') else ', BELOW'})")
     if p.get("scenario_kind") == "agentic":
         lines.append(
             f"{p.get('conc')} session trees · fit {_fmt(p.get('fit'))} · QPS {_fmt(p.get('qps'))} "
             f"req/s · prefix hits theoretical {_fmt(p.get('theoretical_hit_rate'))}, "
             f"server {_fmt(p.get('server_hit_rate'))}")
+    if p.get("rate") is not None:
+        lines.append(f"open loop: {p.get('arrival')} at {_fmt(p.get('rate'))} req/s, cap "
+                     f"{p.get('conc') or 'none'} · send lag p99 "
+                     f"{_fmt(p.get('send_lag_p99_ms'))} ms")
+    if p.get("goodput") is not None:
+        slo = ", ".join(f"{k} <= {_fmt(p.get(f'slo_{k}_ms'))} ms"
+                        for k in ("ttft", "tpot", "e2el") if p.get(f"slo_{k}_ms") is not None)
+        lines.append(f"goodput {_fmt(p.get('goodput'))} req/s ({_fmt(p.get('goodput_share'))} of "
+                     f"requests met {slo})")
+    if p.get("profile_start_ts") is not None:
+        where = p.get("profile_traces") or p.get("profile_trace_dir") or "the server's trace dir"
+        lines.append(f"engine profile: {where}")
     power = power_line(p)
     if power:  # measured from telemetry, beside (never replacing) the table-based J/token
         lines.append(power)
@@ -146,6 +174,8 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
                    ) -> list[dict[str, Any]]:
     """What the page's script needs of each point; `page` links its point page when the
     dashboard is written to `out`."""
+    points = list(points)
+    why = spec_why_index(points)
     res = []
     for p in with_costs(points):
         p = dict(p)
@@ -153,6 +183,7 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
         p["published"] = is_published(p)
         # published rows are their own series, never merged into ours
         p["series"] = series_label(series_key(p)) + (" · published" if p["published"] else "")
+        p["source"] = web_link(p.get("source"))
         p["hover"] = hover_lines(p)
         p["has_telemetry"] = has_telemetry(p)
         if p["published"] and p.get("source"):
@@ -161,11 +192,29 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
         for k in ("point_id", "run_id", "model", "precision", "chip", "engine", "spec_method",
                   "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover",
                   "published", "source", "engine_version", "harness_revision",
-                  "invalid_reasons", "power_valid", "has_telemetry", "_root"):
+                  "invalid_reasons", "power_valid", "has_telemetry", "_root", "rate",
+                  "arrival"):
             keep[k] = _clean(p.get(k))
         keep["page"] = page_href(out, p) if out is not None else None
+        keep["spec_why"] = why.get((base_label(base_key(p)), spec_config(p).label(),
+                                    p.get("conc")))
         res.append(keep)
     return res
+
+
+def spec_why_index(points: Sequence[dict[str, Any]]) -> dict[tuple, str]:
+    """(base, speculator, load) -> the step-cost sentence of harness.publish.spec_cost."""
+    rows = cost_rows(group_series(points))
+    return {(r["base"], r["speculator"], r["conc"]): r["why"] for r in rows}
+
+
+def _json_safe(obj: Any) -> Any:
+    """NaN and infinities as null, all the way down (the page's JSON has no NaN)."""
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return _clean(obj)
 
 
 def _script_json(obj: Any) -> str:
@@ -174,8 +223,21 @@ def _script_json(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _page_js() -> str:
+    return "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
+                     for f in ("interp.js", "compare.js", "speculation.js", "dashboard.js"))
+
+
+def _telemetry_note(pts: Sequence[dict[str, Any]]) -> str:
+    ours = [p for p in pts if not p.get("published")]
+    bare = sum(1 for p in ours if not p.get("has_telemetry"))
+    return ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
+            + ("" if bare == len(ours) else f" for {bare} of {len(ours)} points")
+            + ": no measured energy (costs and J/token from the chip's table)</p>")
+
+
 def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
-                payload: list[dict[str, Any]] | None = None) -> str:
+                payload: list[dict[str, Any]] | None = None, capacity: list | None = None) -> str:
     """The page; `payload` is `payload_points(points, out)` when the caller has it already."""
     from plotly.offline import get_plotlyjs
 
@@ -191,14 +253,11 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
         "palette": PALETTE,
         "price_tiers": list(PRICE_TIERS),
         "default_targets": {"fixed": [20, 40, 60], "agentic": [1, 2, 5]},
+        # where speculation pays (harness/publish/speedup.py), computed from every point
+        "speculation": _json_safe(spec_report.build(points)),
+        "capacity": capacity or [],
     }
-    js = "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
-                   for f in ("interp.js", "compare.js", "dashboard.js"))
-    ours = [p for p in pts if not p.get("published")]
-    bare = sum(1 for p in ours if not p.get("has_telemetry"))
-    telemetry_note = ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
-                      + ("" if bare == len(ours) else f" for {bare} of {len(ours)} points")
-                      + ": no measured energy (costs and J/token from the chip's table)</p>")
+    js, telemetry_note = _page_js(), _telemetry_note(pts)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
@@ -212,6 +271,9 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 #compare-bars, #trend {{ width: 100%; height: 680px; }}
 #compare-table td, #compare-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
 #compare-table {{ border-collapse: collapse; margin-bottom: 8px; }}
+#spec-chart {{ width: 100%; height: 520px; }}
+.spec-table {{ border-collapse: collapse; margin-bottom: 8px; }}
+.spec-table td, .spec-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
 </style></head>
 <body>
 <h1>{html.escape(title)}</h1>
@@ -226,11 +288,31 @@ diamonds and dashed curves are published InferenceX rows. Sources:</p><ul id="so
 </div>
 <div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
 <div id="view-trend" hidden><div id="trend-count"></div><div id="trend"></div></div>
+<div id="view-speculation" hidden><div id="spec-chart"></div><div id="spec-tables"></div></div>
+<div id="capacity"></div>
 <script type="application/json" id="harness-data">{_script_json(data)}</script>
 <script>{get_plotlyjs()}</script>
 <script>{js}</script>
+<script>{_CAPACITY_JS}</script>
 </body></html>
 """
+
+
+# search=slo results (capacity.py): one chart each, under the frontier
+_CAPACITY_JS = """(function () {
+  const figs = JSON.parse(document.getElementById("harness-data").textContent).capacity || [];
+  const box = document.getElementById("capacity");
+  if (!figs.length) return;
+  const h = document.createElement("h2");
+  h.textContent = "Capacity at the SLO (search=slo)";
+  box.appendChild(h);
+  figs.forEach((f, i) => {
+    const d = document.createElement("div");
+    d.id = "capacity-" + i;
+    box.appendChild(d);
+    Plotly.newPlot(d, f.data, f.layout, {displaylogo: false, responsive: true});
+  });
+})();"""
 
 
 def load_points(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
@@ -246,5 +328,7 @@ def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str,
     payload = payload_points(points, out if point_pages else None)
     if point_pages:
         write_point_pages(payload, out)
-    atomic_write(out, render_page(points, title, payload=payload).encode())
+    capacity = capacity_figures(read_searches(run_dirs), points)
+    atomic_write(out, render_page(points, title, payload=payload,
+                                  capacity=capacity).encode())
     return out

@@ -9,9 +9,19 @@ const CONFIG = {displaylogo: false, responsive: true,
   toImageButtonOptions: {format: "svg", filename: "harness-point"}};
 const WARMUP = "rgba(128,128,128,0.15)";
 
+// A link from data (an ingested row's run_url, a config, a trace) is http(s) or relative, or
+// no link at all: a script URL (or any other scheme) would run or open something on click.
+function safeHref(v) {
+  const s = String(v);
+  return /^https?:\/\//i.test(s) || !/^[^/?#]*:/.test(s);
+}
+
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if ((k === "href" || k === "src") && !safeHref(v)) continue;
+    e.setAttribute(k, v);
+  }
   if (text !== undefined) e.textContent = text;
   return e;
 }
@@ -154,9 +164,72 @@ function timeline() {
     height: Math.max(300, 40 * tl.rows.length + 120)}, CONFIG);
 }
 
+// Speculative acceptance: per request where the reply carried draft counts, else the
+// point's aggregate from the engine's counters, labelled as such; and why (step cost).
+function speculation() {
+  const title = document.getElementById("spec-title");
+  if (!P.point.spec_method || P.point.spec_method === "none") {
+    title.hidden = true;
+    return;
+  }
+  document.getElementById("spec-why").textContent = "Why: " + (P.point.spec_why || "no step cost (no plain point at this load, or no counters)");
+  const note = document.getElementById("spec-note");
+  const R = D.spec_requests;
+  const agg = P.point.spec_realised_al;
+  const aggText = agg === undefined || agg === null ? "no aggregate AL recorded" : `aggregate AL ${fmt(agg)} over the point (engine counters: ${fmt(P.point.spec_accepted_tokens)} accepted of ${fmt(P.point.spec_draft_tokens)} drafted tokens in ${fmt(P.point.spec_drafts)} drafts)`;
+  if (!R) {
+    note.textContent = `Per-request acceptance: not reported by this engine's replies; ${aggText}. Accepted drafts per step: not reported (per-step counts need the engine's per-step log).`;
+    return;
+  }
+  note.textContent = `Per request, from the server's replies (llama.cpp timings.draft_n / draft_n_accepted), ${R.n} requests; ${aggText}. Accepted drafts per step: not reported (llama.cpp gives per-request totals only).`;
+  const box = document.getElementById("spec-dists");
+  for (const [k, label] of [["tokens_per_step", "tokens per decode step (per-request AL)"], ["accept_rate", "accepted / drafted tokens"]]) {
+    const d = R[k];
+    const div = el("div", {class: "chart", id: "spec-dist-" + k});
+    box.appendChild(div);
+    Plotly.newPlot(div, [{type: "bar", x: d.hist_x, y: d.hist_y, width: d.hist_width, marker: {color: "#2ca02c"}}],
+      {title: {text: `${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}` : "")},
+       xaxis: {title: {text: label}}, yaxis: {title: {text: "requests"}}, showlegend: false,
+       margin: {t: 40, r: 20, b: 40, l: 50}}, CONFIG);
+  }
+}
+
+function sloChart() {
+  // each measured request's TTFT against its TPOT, coloured by whether it met every SLO;
+  // the bounds as lines (docs/slo.md)
+  const S = D.slo;
+  if (!S) return;
+  document.getElementById("slo-title").hidden = false;
+  const box = document.getElementById("slo");
+  box.hidden = false;
+  const n = S.good.length, good = S.good.filter(Boolean).length;
+  const b = S.bounds;
+  document.getElementById("slo-note").textContent =
+    `${good} of ${n} measured requests met every SLO (` +
+    Object.entries(b).map(([k, v]) => `${k} <= ${v} ms`).join(", ") + ")";
+  const pick = want => S.good.map((g, i) => (g === want && !S.failed[i]) ? i : -1).filter(i => i >= 0);
+  const trace = (idx, name, color) => ({type: "scatter", mode: "markers", name,
+    x: idx.map(i => S.ttft[i]), y: idx.map(i => S.tpot[i]),
+    text: idx.map(i => `E2EL ${fmt(S.e2el[i])} ms`), marker: {color, size: 6}});
+  const shapes = [];
+  if (b.ttft !== undefined) shapes.push({type: "line", xref: "x", yref: "paper", x0: b.ttft,
+    x1: b.ttft, y0: 0, y1: 1, line: {dash: "dash", color: "#d62728"}});
+  if (b.tpot !== undefined) shapes.push({type: "line", xref: "paper", yref: "y", x0: 0, x1: 1,
+    y0: b.tpot, y1: b.tpot, line: {dash: "dash", color: "#d62728"}});
+  Plotly.newPlot(box, [trace(pick(true), "met every SLO", "#2ca02c"),
+                       trace(pick(false), "missed one", "#d62728")],
+    {xaxis: {title: {text: "TTFT (ms)"}}, yaxis: {title: {text: "TPOT (ms)"}}, shapes,
+     margin: {t: 20, r: 20, b: 50, l: 60}, legend: {orientation: "h", y: -0.2}}, CONFIG);
+}
+
 header();
+if (D.has_requests) speculation();
+else if (P.point.spec_method && P.point.spec_method !== "none") {
+  document.getElementById("spec-note").textContent = "a published row: no per-request or counter data";
+}
 if (D.has_requests) {
   distributions();
+  sloChart();
   overTime();
   series();
   if (P.point.scenario_kind === "agentic" || D.timeline.rows.length > 1) timeline();

@@ -26,7 +26,7 @@ from harness.records import PHASE_MEASURED
 
 REQUEST_COLUMNS = ("request_id", "phase", "issue_ts", "send_ts", "first_token_ts",
                    "last_token_ts", "end_ts", "chunk_ts", "completion_tokens", "http_status",
-                   "error", "truncated", "tags")
+                   "error", "truncated", "tags", "spec_draft_tokens", "spec_accepted_tokens")
 HIST_BINS = 40
 CDF_POINTS = 400
 
@@ -119,6 +119,26 @@ def request_figures(r: dict[str, Any], t0: float) -> dict[str, Any]:
     }
 
 
+def spec_requests(r: dict[str, Any], keep: np.ndarray) -> dict[str, Any] | None:
+    """Per-request acceptance where the server's reply carried draft counts (llama.cpp's
+    `timings.draft_n` / `draft_n_accepted`): tokens per decode step (every step emits one
+    token of its own plus the drafts it accepted: completion / (completion - accepted)) and
+    the share of drafted tokens accepted. None when no kept request carried them."""
+    if "spec_draft_tokens" not in r:
+        return None
+    drafted = r["spec_draft_tokens"].astype(float)
+    accepted = r["spec_accepted_tokens"].astype(float)
+    out_tok = r["completion_tokens"].astype(float)
+    sel = keep & (drafted >= 0) & (out_tok > accepted) & (accepted >= 0)
+    if not sel.any():
+        return None
+    per_step = out_tok[sel] / (out_tok[sel] - accepted[sel])
+    rate = np.where(drafted[sel] > 0, accepted[sel] / np.maximum(drafted[sel], 1), np.nan)
+    return {"n": int(sel.sum()), "tokens_per_step": distribution(per_step),
+            "accept_rate": distribution(rate),
+            "drafted": float(drafted[sel].sum()), "accepted": float(accepted[sel].sum())}
+
+
 def timeline(r: dict[str, Any], t0: float) -> dict[str, Any]:
     """One bar per request, columnar: rows by lane and agent (tags), waiting (send to first
     token) and decoding (first token to end) apart, and the wait since the row's previous
@@ -208,8 +228,34 @@ def point_payload(point: dict[str, Any], root: Path) -> dict[str, Any]:
     measured = r["phase"] == PHASE_MEASURED
     t0 = _origin(window, r, measured)
     out.update(request_figures(r, t0))
+    ok = (r["http_status"] == 200) & (r["error"] == "") & ~r["truncated"].astype(bool)
+    out["spec_requests"] = spec_requests(r, measured & ok)
     out["window"] = [0.0, window[1] - t0] if window else None
     out["timeline"] = timeline(r, t0)
     out["series_source"], series = read_series(root, pid, t0, server)
     out["series"] = families(series)
+    out["slo"] = slo_figures(point, r)
     return out
+
+
+def slo_figures(point: dict[str, Any], r: dict[str, Any]) -> dict[str, Any] | None:
+    """Each measured request against the point's SLOs (docs/slo.md): TTFT, TPOT (0 for one
+    output token, as goodput counts it) and E2EL in ms, and whether it met every one."""
+    bounds = {k: point.get(f"slo_{k}_ms") for k in ("ttft", "tpot", "e2el")}
+    bounds = {k: float(v) for k, v in bounds.items() if v is not None}
+    if not bounds:
+        return None
+    measured = r["phase"] == PHASE_MEASURED
+    ok = (r["http_status"] == 200) & (r["error"] == "") & ~r["truncated"].astype(bool)
+    per_chunk = np.diff(r["chunk_offsets"])
+    tokens = np.where(r["completion_tokens"] >= 0, r["completion_tokens"], per_chunk)
+    send, first = r["send_ts"], r["first_token_ts"]
+    last = r["last_token_ts"] if "last_token_ts" in r else r["end_ts"]
+    vals = {"ttft": (first - send) * 1e3, "e2el": (last - send) * 1e3,
+            "tpot": np.where(tokens > 1, (last - first) / np.maximum(tokens - 1, 1), 0.0) * 1e3}
+    sel = measured
+    good = ok.copy()
+    for k, b in bounds.items():
+        good &= np.nan_to_num(vals[k], nan=np.inf) <= b
+    return {"bounds": bounds, "ttft": vals["ttft"][sel], "tpot": vals["tpot"][sel],
+            "e2el": vals["e2el"][sel], "good": good[sel], "failed": ~ok[sel]}

@@ -31,10 +31,16 @@ from harness.record.results import atomic_write, safe_name
 NO_TELEMETRY = "no power telemetry on this host"  # harness.publish.dashboards.page says it too
 
 # Numbers shown in the page's table, when the point has them (energy from telemetry too).
-SUMMARY_KEYS = ("conc", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
+SUMMARY_KEYS = ("conc", "rate", "send_lag_p99_ms", "goodput", "goodput_share", "slo_ttft_ms",
+                "slo_tpot_ms", "slo_e2el_ms", "slo_ttft_met_share", "slo_tpot_met_share",
+                "slo_e2el_met_share", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
                 "p90_e2e_intvty", "median_ttft", "p99_ttft", "median_tpot", "median_e2el",
                 "qps", "measured_avg_power_w", "measured_j_per_tok", "measured_j_per_output_tok",
-                "measured_tok_s_per_mw", "power_valid", "j_per_tok", "tok_s_per_mw")
+                "measured_tok_s_per_mw", "power_valid", "j_per_tok", "tok_s_per_mw",
+                "spec_k", "spec_acceptance_length", "spec_realised_al", "spec_drafts",
+                "spec_draft_tokens", "spec_accepted_tokens",
+                "eval_gsm8k_score", "eval_gpqa_diamond_score", "lossless_ok",
+                "lossless_verdict")
 
 
 def pages_dir(out: Path) -> Path:
@@ -118,7 +124,10 @@ def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, An
                  dashboard_href: str) -> str:
     payload = {"point": {k: p.get(k) for k in ("point_id", "run_id", "series", "scenario",
                                                 "scenario_kind", "valid", "published",
-                                                "source", "hover", "invalid_reasons")},
+                                                "source", "hover", "invalid_reasons",
+                                                "spec_method", "spec_why", "spec_realised_al",
+                                                "spec_drafts", "spec_draft_tokens",
+                                                "spec_accepted_tokens")},
                "summary": summary_rows(p),
                "data": data, "siblings": nav, "dashboard": dashboard_href}
     title = f"{p.get('series')} · {p.get('scenario')} · concurrency {p.get('conc')}"
@@ -139,8 +148,15 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <nav id="siblings"></nav>
 <ul id="identity"></ul>
 <table id="summary"></table>
+<h2 id="spec-title">Speculative decoding</h2>
+<p id="spec-why"></p>
+<p id="spec-note"></p>
+<div class="grid" id="spec-dists"></div>
 <h2>Latency distributions</h2>
 <div class="grid" id="dists"></div>
+<h2 id="slo-title" hidden>Requests against the SLO</h2>
+<p id="slo-note"></p>
+<div class="chart" id="slo" hidden></div>
 <h2>Throughput and in flight over time</h2>
 <div class="chart" id="over-time"></div>
 <h2>Time series</h2>

@@ -96,9 +96,9 @@ _SINGLES = [
        "1 + accepted draft tokens / drafts, from the engine's counters", "speculative"),
     _m("spec_al_error", "Acceptance length error", "ratio", NEUTRAL,
        "realised / requested AL - 1 (injected points)", "speculative"),
-    _m("send_lag_p99_ms", "Send lag p99 (timestamped replay)", "ms", NEUTRAL,
+    _m("send_lag_p99_ms", "Send lag p99 (open loop)", "ms", NEUTRAL,
        "how late the client sent a request after its scheduled time, p99", "client"),
-    _m("send_lag_max_ms", "Send lag max (timestamped replay)", "ms", NEUTRAL,
+    _m("send_lag_max_ms", "Send lag max (open loop)", "ms", NEUTRAL,
        "how late the client sent a request after its scheduled time, worst", "client"),
     _m("client_stamp_err_p99_ms", "Client stamp error p99 (bound)", "ms", NEUTRAL,
        "a bound on the client's p99 timestamp error: the stamp probe's wait plus the wait "

@@ -77,8 +77,29 @@ def _prefix_tokens(obj: dict[str, Any], path: str, where: str) -> int:
                + _num(obj, "system_tokens", path, where, required=False, integer=True))
 
 
+def _claim_agent_id(r: dict[str, Any], i: int, path: str, w: str, siblings: dict[str, str],
+                    agent_ids: dict[str, str]) -> str:
+    """The sub-agent's id, recorded as taken. An id the trace gives is unique in the whole
+    trace; one made up here (sub<i>) among its siblings, where the replay looks it up."""
+    agent_id = str(r.get("agent_id", f"sub{i}"))
+    first = (agent_ids.get(agent_id) if "agent_id" in r else None) or siblings.get(agent_id)
+    if first:
+        raise TraceError(path, w, "agent_id",
+                         f"sub-agent id {agent_id!r} is used twice in one trace (first at "
+                         f"{first})", "give every sub-agent of a trace its own agent_id")
+    siblings[agent_id] = w
+    if "agent_id" in r:
+        agent_ids[agent_id] = w
+    return agent_id
+
+
 def _items(raw: Any, path: str, where: str, depth: int = 0,
-           strict: bool = False) -> list[TraceRequest | SubAgent]:
+           strict: bool = False,
+           agent_ids: dict[str, str] | None = None) -> list[TraceRequest | SubAgent]:
+    """The requests and sub-agents of one list. `agent_ids`: every sub-agent id of the trace so
+    far and where it was, so that a second sub-agent under one id is an error: the replay finds
+    a sub-agent's requests by its id, and would give the second the first one's."""
+    agent_ids = {} if agent_ids is None else agent_ids
     if not isinstance(raw, list):
         raise TraceError(path, where, "requests", f"expected a list, got {type(raw).__name__}",
                          "make 'requests' a list of requests and sub-agents")
@@ -90,6 +111,7 @@ def _items(raw: Any, path: str, where: str, depth: int = 0,
                          f"sub-agents nested more than {MAX_NESTING} deep",
                          "flatten the sub-agent nesting (recorded traces go a few levels)")
     out: list[TraceRequest | SubAgent] = []
+    siblings: dict[str, str] = {}
     for i, r in enumerate(raw):
         w = f"{where}, requests[{i}]"
         if not isinstance(r, dict):
@@ -97,13 +119,14 @@ def _items(raw: Any, path: str, where: str, depth: int = 0,
         kind = r.get("type")
         if kind == "subagent":
             check_fields(r, "sub-agent", path, w, strict)
+            agent_id = _claim_agent_id(r, i, path, w, siblings, agent_ids)
             out.append(SubAgent(
                 t=_num(r, "t", path, w),
-                agent_id=str(r.get("agent_id", f"sub{i}")),
+                agent_id=agent_id,
                 kind=str(r.get("subagent_type", "")),
                 duration=_num(r, "duration_ms", path, w, required=False) / 1000.0,
                 items=_items(r.get("requests"), path, f"{w} ({r.get('agent_id', 'subagent')})",
-                             depth + 1, strict),
+                             depth + 1, strict, agent_ids),
                 prefix_tokens=_prefix_tokens(r, path, w),
             ))
             continue

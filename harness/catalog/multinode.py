@@ -1,0 +1,191 @@
+"""InferenceX's multi-node keys as attach recipes: srt-slurm (or upstream's AMD disagg
+scripts) deploys the key; `engine=endpoint engine.url=... engine.deployment=<recipe>` measures
+it with the key's identity, its concurrency list and GPU count (prefill + decode pools).
+
+Read from the master configs themselves (configs/{nvidia,amd}-master.yaml, any commit):
+`multinode: true` entries, rows `{spec-decoding?, conc-list, prefill: {num-worker, tp, ep,
+dp-attn, pp?, dcp-size?, pcp-size?, additional-settings: [CONFIG_FILE=...]}, decode: {...}}`
+(SemiAnalysisAI/InferenceX@843c6254). A pool's GPUs are workers x tp x pp x pcp: DCP splits the
+KV over the TP ranks and EP/DP attention reuse them; InferenceX's per-GPU throughput divides by
+PREFILL_GPUS + DECODE_GPUS (.github/workflows/benchmark-multinode-tmpl.yml@843c6254)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# The model recipe (recipes/model/<name>.yaml) of each InferenceX `model-prefix`.
+MODEL_RECIPE = {"dsr1": "deepseek-r1", "dsv4": "deepseek-v4-pro", "glm5.1": "glm-5.1",
+                "glm5.2": "glm-5.2", "kimik2.6": "kimi-k2.6", "kimik3": "kimi-k3",
+                "minimaxm3": "minimax-m3", "qwen3.5": "qwen3.5-397b-a17b"}
+# The engine behind a deployment's frontend, for its /metrics names (engine.family).
+FAMILY = {"dynamo-trt": "trtllm", "dynamo-sglang": "sglang", "dynamo-vllm": "vllm",
+          "sglang-disagg": "sglang", "atom-disagg": "atom", "llmd-vllm": "vllm", "vllm": "vllm",
+          "sglang": "sglang", "trt": "trtllm", "atom": "atom"}
+FIXED_SCENARIO = {(1024, 1024): "fixed-1k1k", (8192, 1024): "fixed-8k1k",
+                  (1024, 8192): "fixed-1k8k"}
+AGENTIC_SCENARIO = "agentic-agentx"
+
+
+class CatalogError(ValueError):
+    """A master entry this module cannot read, with the key and what is wrong."""
+
+
+def chip_of(runner: str) -> str:
+    """`cluster:gb200-nv`, `b200-multinode`, `mi355x-disagg` -> the chip recipe's name."""
+    return runner.split(":", 1)[-1].split("-", 1)[0]
+
+
+def scenario_rows(entry: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
+    """(scenario name, search-space row) for every row of the key, in file order."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for kind, blocks in (entry.get("scenarios") or {}).items():
+        for block in blocks or []:
+            if kind == "fixed-seq-len":
+                shape = (int(block["isl"]), int(block["osl"]))
+                if shape not in FIXED_SCENARIO:
+                    raise CatalogError(f"{key}: no scenario recipe for isl/osl {shape}")
+                name = FIXED_SCENARIO[shape]
+            elif kind == "agentic-coding":
+                name = AGENTIC_SCENARIO
+            else:
+                raise CatalogError(f"{key}: unknown scenario kind {kind!r}")
+            out += [(name, row) for row in block.get("search-space") or []]
+    if not out:
+        raise CatalogError(f"{key}: no search-space rows")
+    return out
+
+
+def pool(p: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"workers": int(p.get("num-worker", 1)), "tp": int(p["tp"]),
+                           "ep": int(p.get("ep", 1)), "dp_attention": bool(p.get("dp-attn"))}
+    for ours, theirs in (("pp", "pp"), ("dcp", "dcp-size"), ("pcp", "pcp-size")):
+        if int(p.get(theirs, 1)) > 1:
+            out[ours] = int(p[theirs])
+    return out
+
+
+def pool_gpus(p: dict[str, Any]) -> int:
+    return p["workers"] * p["tp"] * p.get("pp", 1) * p.get("pcp", 1)
+
+
+def deploy_name(row: dict[str, Any]) -> str:
+    """What deploys the row: srt-slurm's CONFIG_FILE, else (upstream's AMD disagg scripts)
+    the row's settings, prefill's then decode's, as the workflow exports them, written
+    NAME:VALUE joined by `/` so the name is one plain Hydra value
+    (`engine.deployment=PREFILL_NODES:1/DECODE_NODES:2/DECODE_MTP_SIZE:0`)."""
+    settings = [*(row["prefill"].get("additional-settings") or []),
+                *(row["decode"].get("additional-settings") or [])]
+    for s in settings:
+        if s.startswith("CONFIG_FILE="):
+            return s.split("=", 1)[1]
+    return "/".join(s.replace("=", ":", 1) for s in settings)
+
+
+def mtp_depth(name: str) -> int | None:
+    """Draft length in an srt-slurm recipe name (`..._mtp3.yaml`, `...mtp3_8.yaml`), or in
+    the AMD scripts' DECODE_MTP_SIZE setting."""
+    m = re.search(r"(?:_mtp|DECODE_MTP_SIZE:)(\d+)", name)
+    return int(m.group(1)) if m else None
+
+
+def attach_recipe(master_entry: dict[str, Any], key: str, commit: str,
+                  master_path: str) -> dict[str, Any]:
+    """The Hydra recipe (as a dict) that measures one multi-node key by attaching to it."""
+    e = master_entry
+    if not e.get("multinode"):
+        raise CatalogError(f"{key}: not a multi-node key (multinode: {e.get('multinode')})")
+    prefix = str(e["model-prefix"])
+    if prefix not in MODEL_RECIPE:
+        raise CatalogError(f"{key}: no model recipe for model-prefix {prefix!r}; add it to "
+                           "harness/catalog/multinode.py MODEL_RECIPE")
+    rows = scenario_rows(e, key)
+    spec = any(str(r.get("spec-decoding", "none")) != "none" for _, r in rows)
+    search: list[dict[str, Any]] = []
+    for scenario, r in rows:
+        if "prefill" not in r or "decode" not in r:
+            raise CatalogError(f"{key}: a row without prefill/decode pools: {r}")
+        pre, dec = pool(r["prefill"]), pool(r["decode"])
+        conc = [int(c) for c in r.get("conc-list") or []]
+        if not conc:
+            raise CatalogError(f"{key}: a multi-node row without conc-list: {r}")
+        row: dict[str, Any] = {"scenario": scenario, "prefill": pre, "decode": dec,
+                               "tp": dec["tp"], "ep": dec["ep"],
+                               "dp_attention": dec["dp_attention"], "concurrency": conc,
+                               "deploy_recipe": deploy_name(r)}
+        row_spec = str(r.get("spec-decoding", "none")) != "none"
+        if spec and not row_spec:
+            row["spec_decoding"] = False
+        k = mtp_depth(row["deploy_recipe"]) if row_spec else None
+        if k == 0:  # DECODE_MTP_SIZE=0 / _mtp0: this deployment drafts nothing
+            row["spec_decoding"] = False
+        elif k is not None:
+            row["speculator_k"] = k
+        if r.get("kv-offloading") not in (None, "none"):
+            backend = (r.get("kv-offload-backend") or {})
+            row["kv_offload"] = {"backend": str(backend.get("name", r["kv-offloading"])),
+                                 **({"version": str(backend["version"])}
+                                    if backend.get("version") else {})}
+        search.append(row)
+    scenario = search[0]["scenario"]
+    return {
+        "defaults": [{"override /model": MODEL_RECIPE[prefix]},
+                     {"override /chip": chip_of(str(e["runner"]))},
+                     {"override /engine": "endpoint"},
+                     {"override /speculator": "mtp" if spec else "none"},
+                     {"override /scenarios": scenario}],
+        "precision": str(e["precision"]),
+        "recipe_source": f"SemiAnalysisAI/InferenceX@{commit} {master_path} key {key} "
+                         f"(multi-node: deployed with srt-slurm / upstream's disagg scripts; "
+                         f"image {e.get('image')}, framework {e.get('framework')})",
+        "engine": {"family": FAMILY.get(str(e.get("framework")))},
+        "search_space": search,
+    }
+
+
+def write_attach_recipes(masters: dict[str, dict[str, Any]], commit: str,
+                         out_dir: str) -> list[str]:
+    """Every multi-node key of the given masters ({master path: parsed yaml}) as
+    <out_dir>/<key>.yaml; returns the keys written."""
+    from pathlib import Path
+
+    from harness.catalog.recipe_yaml import dump_recipe
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+    for path, master in masters.items():
+        for key, entry in master.items():
+            if isinstance(entry, dict) and entry.get("multinode"):
+                recipe = attach_recipe(entry, key, commit, path)
+                header = [f"InferenceX {key}: multi-node, attach to its deployment.",
+                          f"  harness sweep recipe=multinode/{key} engine.url=http://HOST:PORT "
+                          "engine.deployment=<the row's deploy_recipe>",
+                          "Generated by harness/catalog/multinode.py; do not edit by hand."]
+                (out / f"{key}.yaml").write_text(dump_recipe(recipe, header))
+                written.append(key)
+    return written
+
+
+def read_masters(git_dir: str, commit: str = "HEAD") -> tuple[str, dict[str, dict[str, Any]]]:
+    """(full commit, {master path: parsed yaml}) from a checkout or bare clone of InferenceX."""
+    import subprocess
+
+    import yaml
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", git_dir, *args], check=True, capture_output=True,
+                              text=True).stdout
+
+    full = git("rev-parse", commit).strip()
+    masters = {p: yaml.safe_load(git("show", f"{full}:{p}"))
+               for p in ("configs/nvidia-master.yaml", "configs/amd-master.yaml")}
+    return full, masters
+
+
+if __name__ == "__main__":  # python -m harness.catalog.multinode GIT_DIR OUT_DIR [COMMIT]
+    import sys
+
+    commit_, masters_ = read_masters(sys.argv[1], sys.argv[3] if len(sys.argv) > 3 else "HEAD")
+    keys = write_attach_recipes(masters_, commit_, sys.argv[2])
+    print(f"{len(keys)} multi-node keys written to {sys.argv[2]} from {commit_}")

@@ -1,0 +1,96 @@
+"""Every launch of a catalog recipe rendered through its engine adapter, as data: concurrency,
+topology, the server's argv, environment and files, helpers, setup steps, KV offloading and the
+client's scenario settings. What `harness catalog show` prints and what
+tests/test_catalog_render.py compares with upstream's captured launches.
+
+Rendered as upstream's job would run it: on the job's `port` (InferenceX's launchers: 8888),
+binding `host` (upstream: 0.0.0.0; a harness sweep binds engine.host, 127.0.0.1 by default),
+without the container wrapper (the image is shown beside the command), with no injected
+acceptance (the harness adds its knob only on injected points)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import replace
+from typing import Any
+
+from harness.config.launches import launches
+from harness.config.schema import SweepConfig
+from harness.config.validate import gpus_of
+from harness.engines.helpers import helper_plans
+from harness.engines.registry import make_adapter
+
+UPSTREAM_PORT = 8888
+UPSTREAM_HOST = "0.0.0.0"
+
+
+def compose_recipe(recipe: dict[str, Any], overrides: list[str] = ()) -> SweepConfig:
+    """A recipe dict (catalog_to_recipe's, or a parsed recipe file) composed and checked as
+    `recipe=<it>` would be, without writing it under recipes/."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf, open_dict
+
+    from harness.config.locations import repo_root
+    from harness.config.validate import Locator, to_sweep_config
+
+    groups = [f"{k.split('/')[-1]}={v}" for d in recipe.get("defaults", [])
+              for k, v in d.items()]
+    body = {k: v for k, v in recipe.items() if k != "defaults"}
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(repo_root() / "recipes"), version_base=None):
+        cfg = compose("sweep", overrides=[*groups, "run_id=compose",
+                                          f"hydra.searchpath=[file://{repo_root()}]"],
+                      return_hydra_config=True)
+    choices = dict(cfg.hydra.runtime.choices)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    GlobalHydra.instance().clear()
+    OmegaConf.set_struct(cfg, False)  # the recipe's keys are checked by to_sweep_config
+    merged = OmegaConf.merge(cfg, OmegaConf.create(body),
+                             OmegaConf.from_dotlist(list(overrides)))
+    return to_sweep_config(merged, Locator(choices, list(overrides)))
+
+
+def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str = UPSTREAM_HOST,
+                    weights: str | None = None) -> list[dict[str, Any]]:
+    """`weights`: where the server loads the checkpoint from, when not the model recipe's HF
+    id (upstream's runners point MODEL at a cluster copy, /lustre/... or /scratch/...)."""
+    if weights:
+        m = sc.model
+        sc = replace(sc, model=replace(m, hf_id=weights, checkpoints={
+            k: weights for k in {*m.checkpoints, sc.precision or m.default_precision}}))
+    out = []
+    for one in launches(sc):
+        s = one.sc
+        topo = {k: v for k, v in dataclasses.asdict(s.topology).items() if v not in (None,)}
+        item: dict[str, Any] = {
+            "tag": one.tag, "concurrency": list(s.concurrency), "gpus": gpus_of(s),
+            "topology": topo, "engine": s.engine.kind, "image": s.engine.image,
+            "speculator": {"method": s.speculator.method, "k": s.speculator.k},
+            "kv_offload": dataclasses.asdict(s.engine.kv_offload),
+            "setup": [{"kind": st.kind, "argv": list(st.argv)} for st in s.engine.setup],
+            "client": {"scenario": s.scenario.name, "kind": s.scenario.kind,
+                       "isl": s.scenario.isl, "osl": s.scenario.osl, "api": s.scenario.api,
+                       "duration_s": s.scenario.duration_s},
+        }
+        if s.engine.kind == "endpoint":
+            item["deployment"] = s.engine.deployment
+            out.append(item)
+            continue
+        bare = replace(s, engine=replace(s.engine, image=None, setup=[], host=host))
+        adapter = make_adapter(bare)
+        plan = adapter.launch_plan(port + s.engine.port_offset, max(s.concurrency))
+        t = s.topology
+        values = {"host": host, "tp": str(t.tp), "dp": str(t.tp if t.dp_attention else 1),
+                  "launch_dir": "{launch_dir}", "model": adapter.checkpoint,
+                  "served_name": adapter.served_model_name, "python": "python3"}
+        item.update({
+            "argv": plan.argv, "env": dict(sorted(plan.env.items())), "files": plan.files,
+            "port": plan.port,
+            "helpers": [{"name": h.name, "role": h.role, "argv": h.argv, "env": h.env,
+                         "port": h.port, "health_path": h.health_path, "fronts": h.fronts}
+                        for h in helper_plans(bare, port, values)],
+        })
+        out.append(item)
+    return out

@@ -1,0 +1,74 @@
+"""`harness catalog show KEY [--json]`: every launch of a shipped catalog recipe, rendered
+through the engine adapter (harness/catalog/render.py). The JSON form is stable: keys sorted,
+launches in the recipe's order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.catalog.render import UPSTREAM_HOST, UPSTREAM_PORT, render_launches
+from harness.config.compose import compose_sweep
+from harness.config.locations import repo_root
+
+ATTACH_URL = "http://attach.invalid"  # attach recipes compose with some URL; none is contacted
+
+
+def recipe_name(key: str) -> str:
+    base = repo_root() / "recipes" / "recipe"
+    for name in (key, f"multinode/{key}"):
+        if (base / f"{name}.yaml").is_file():
+            return name
+    raise KeyError(f"no catalog recipe {key!r} under recipes/recipe/ (or multinode/)")
+
+
+def show_data(key: str) -> dict[str, Any]:
+    import yaml
+
+    name = recipe_name(key)
+    path = repo_root() / "recipes" / "recipe" / f"{name}.yaml"
+    raw = yaml.safe_load(path.read_text())
+    if name.startswith("multinode/"):  # one composition per deployment behind the URL
+        deps = list(dict.fromkeys(r["deploy_recipe"] for r in raw["search_space"]))
+        rows = [d for dep in deps for d in render_launches(compose_sweep(
+            [f"recipe={name}", f"engine.url={ATTACH_URL}", f"engine.deployment={dep}"]))]
+    else:
+        rows = render_launches(compose_sweep([f"recipe={name}"]))
+    return {"key": key, "recipe": f"recipes/recipe/{name}.yaml",
+            "recipe_source": raw.get("recipe_source", ""), "port": UPSTREAM_PORT,
+            "host": UPSTREAM_HOST, "launches": rows}
+
+
+def show(key: str, as_json: bool) -> str:
+    data = show_data(key)
+    if as_json:
+        return json.dumps(data, indent=1, sort_keys=True)
+    lines = [f"{data['key']}  ({data['recipe']})", f"source: {data['recipe_source']}",
+             f"rendered as upstream's job runs it: port {data['port']}, host {data['host']}", ""]
+    for i, ln in enumerate(data["launches"]):
+        lines.append(f"[{i}] {ln['tag']}  conc {ln['concurrency']}  gpus {ln['gpus']}  "
+                     f"{ln['engine']}  spec {ln['speculator']['method']}/{ln['speculator']['k']}"
+                     f"  scenario {ln['client']['scenario']}")
+        if ln["engine"] == "endpoint":
+            lines.append(f"    deployment: {ln.get('deployment')}")
+            t = ln["topology"]
+            lines.append(f"    prefill {t.get('prefill')}  decode {t.get('decode')}")
+            continue
+        lines.append(f"    image: {ln['image']}")
+        lines.append("    argv: " + " ".join(_q(a) for a in ln["argv"]))
+        lines += [f"    env {k}={v}" for k, v in ln["env"].items()]
+        lines += [f"    file {n}: {len(c)} chars" for n, c in ln["files"].items()]
+        if ln["kv_offload"]["backend"] != "none":
+            lines.append(f"    kv offload: {ln['kv_offload']}")
+        lines += [f"    setup ({s['kind']}): " + " ".join(_q(a) for a in s["argv"])
+                  for s in ln["setup"]]
+        lines += [f"    helper {h['name']} ({h['role']}, port {h['port']}"
+                  f"{', in front' if h['fronts'] else ''}): " + " ".join(_q(a) for a in h["argv"])
+                  for h in ln["helpers"]]
+    return "\n".join(lines)
+
+
+def _q(a: str) -> str:
+    import shlex
+
+    return shlex.quote(a)

@@ -1,0 +1,98 @@
+"""`harness catalog`: InferenceX's catalog read from a checkout of upstream (docs/catalog.md).
+
+- `import DIR [--out recipes/recipe] [--report PATH]`: capture every single-node launch of both
+  masters by running upstream's scripts with recording stand-ins; write the captures, one
+  recipe per key and a Markdown report of every key not captured and why;
+- `show KEY [--json]`: every launch of a shipped key;
+- `diff OLD NEW`: what changed between two imports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.config.locations import repo_root
+
+
+def _import(a: argparse.Namespace) -> int:
+    from harness.catalog.importer import ImportError_, import_checkout, write_recipes
+    from harness.catalog.masters import MasterError
+    from harness.catalog.report import render
+
+    out = a.out if a.out is not None else repo_root() / "recipes" / "recipe"
+    if not a.dir.is_dir():
+        print(f"harness catalog import: {a.dir} is not a directory (give a checkout of "
+              f"SemiAnalysisAI/InferenceX)", file=sys.stderr)
+        return 2
+    try:
+        state, results = import_checkout(a.dir, out, keys=a.keys.split(",") if a.keys else None,
+                                         bound_s=a.bound_s, workers=a.workers,
+                                         progress=lambda s: print(s, flush=True),
+                                         capture=not a.no_capture)
+    except (ImportError_, MasterError) as e:
+        print(f"harness catalog import: {e}", file=sys.stderr)
+        return 2
+    for note in state.notes():
+        print(f"note: {note}")
+    n = write_recipes(results, state.commit, out)
+    if n is None:
+        print("recipes not written: harness/catalog/recipe_writer.py (catalog_to_recipe) is not "
+              "on this tree; the captures are in " + str(out / "captured"))
+    else:
+        print(f"{n} recipes written to {out}")
+    report = a.report if a.report is not None else out / "captured" / "IMPORT_REPORT.md"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(render(state, results, str(a.dir)))
+    print(f"report: {report}")
+    return 0
+
+
+def _show(a: argparse.Namespace) -> int:
+    try:
+        from harness.catalog.show import show  # type: ignore[import-not-found]
+    except ImportError:
+        print("harness catalog show: harness/catalog/show.py is not on this tree yet",
+              file=sys.stderr)
+        return 2
+    return int(show(a.key, a.json) or 0)
+
+
+def _diff(a: argparse.Namespace) -> int:
+    try:
+        from harness.catalog.diff import diff  # type: ignore[import-not-found]
+    except ImportError:
+        print("harness catalog diff: harness/catalog/diff.py is not on this tree yet",
+              file=sys.stderr)
+        return 2
+    return int(diff(a.old, a.new) or 0)
+
+
+def catalog_command(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="harness catalog",
+                                description="InferenceX's catalog, read from its own files.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    imp = sub.add_parser("import", help="capture every launch of an InferenceX checkout")
+    imp.add_argument("dir", type=Path, help="a git checkout of SemiAnalysisAI/InferenceX")
+    imp.add_argument("--out", type=Path, default=None,
+                     help="recipe directory (default recipes/recipe); captures go to OUT/captured")
+    imp.add_argument("--report", type=Path, default=None,
+                     help="Markdown report path (default OUT/captured/IMPORT_REPORT.md)")
+    imp.add_argument("--keys", default="", help="comma-separated keys (default: all)")
+    imp.add_argument("--bound-s", type=float, default=20.0,
+                     help="wall-clock bound per captured launch (default 20 s)")
+    imp.add_argument("--workers", type=int, default=2, help="launches captured at once")
+    imp.add_argument("--no-capture", action="store_true",
+                     help="capture nothing: rewrite the report, client settings and recipes "
+                          "from the captures of this commit already in OUT/captured")
+    imp.set_defaults(fn=_import)
+    sh = sub.add_parser("show", help="every launch of a shipped key")
+    sh.add_argument("key")
+    sh.add_argument("--json", action="store_true")
+    sh.set_defaults(fn=_show)
+    df = sub.add_parser("diff", help="what changed between two imports")
+    df.add_argument("old", type=Path)
+    df.add_argument("new", type=Path)
+    df.set_defaults(fn=_diff)
+    a = p.parse_args(argv)
+    return int(a.fn(a))

@@ -1,0 +1,326 @@
+"""The streaming request over our own HTTP/1.1 reader (`client.transport=httptools`).
+
+aiohttp spends most of a one-event read between the socket and our accounting (its protocol,
+parser, payload stream and our `feed_data` hook; docs/client.md "Ingest per core"). Here the
+socket is read by an `asyncio.Protocol` of ours (on uvloop where installed) and parsed by
+httptools' binding of llhttp, the C parser Node.js uses: every read is stamped in
+`data_received` before it is parsed, and llhttp's `on_body` hands each body slice (chunk
+framing removed) straight to the request's `sse.StreamAccumulator` with that stamp. No
+StreamReader, no reader wake-up, no per-read timer: one stall timer per request, re-armed only
+when it fires, watches the last read's stamp (from the send: the wait for headers counts too,
+as aiohttp's sock_read does).
+
+What is kept from the aiohttp path (harness.client.streaming), with the same reasons: no
+redirects, identity encoding only (compressed replies refused), the body of a non-200 reply read
+up to a bound for its message, oversize events stop the read and close the connection,
+keep-alive connections reused (a reused connection found closed before any reply is retried
+once by the caller), and a connection that ends early raises aiohttp's own exceptions
+(`ServerDisconnectedError` before the reply's end, `ClientPayloadError` mid-body) so every
+failure is worded as on the aiohttp path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+import httptools
+from yarl import URL
+
+from harness.client.loop_passes import PASSES
+from harness.client.refusal import ERROR_BODY_BYTES, needs_body
+from harness.client.sse import StreamAccumulator
+
+_pass_read = PASSES.read  # the process's one meter: bound once, called on every read
+_clock = time.perf_counter
+
+
+class Stalled(Exception):
+    """No byte for client.stall_timeout_s."""
+
+
+@dataclass(slots=True)
+class Reply:
+    """What the caller needs of a reply's head, and its error body when not streamed."""
+
+    status: int = 0
+    location: str = ""
+    encoding: str = ""
+    content_type: str = ""
+    body: bytes = b""
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection; one request at a time."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._parser: httptools.HttpResponseParser | None = None
+        self._feed: Callable[[bytes], None] | None = None
+        self._acc: StreamAccumulator | None = None
+        self._raw: Callable[[tuple[float, bytes]], None] | None = None
+        self._err: bytearray | None = None  # a refused reply's body, up to ERROR_BODY_BYTES
+        self.reply = Reply()
+        self.last = 0.0  # the last read's stamp (or the send's): every body slice of a read gets it
+        self._any = False  # a byte of the reply came
+        self._close_delimited = False  # neither chunked nor Content-Length: ends at EOF
+        self._chunked = False
+        self._has_length = False
+        self.complete = False
+        self.head: asyncio.Future[None] | None = None
+        self.end: asyncio.Future[None] | None = None
+
+    # ---- the socket ----------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        t = self.last = _clock()
+        _pass_read(t)
+        feed = self._feed
+        if feed is None:  # bytes on an idle connection: nobody's reply; the connection is unsafe
+            self._drop()
+            return
+        self._any = True
+        try:
+            feed(data)
+        except httptools.HttpParserError as exc:
+            self._fail(aiohttp.ClientResponseError(
+                aiohttp.RequestInfo(URL(), "POST", {}), (), status=self.reply.status,  # type: ignore[arg-type]
+                message=f"invalid HTTP reply: {exc}"))
+        except Exception as exc:  # a bug in our accounting fails the request, not the loop
+            if self._acc is not None and not self._acc.failure:
+                self._acc.failure = f"client error: {type(exc).__name__}: {exc}"[:500]
+            self._abandon()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.complete or self.end is None:
+            return
+        if self._close_delimited and self.head is not None and self.head.done():
+            self._done()  # a body without length or chunking ends where the connection does
+            return
+        if self._any and self.head is not None and self.head.done():
+            why = "Response payload is not completed"
+            self._fail(aiohttp.ClientPayloadError(f"{why}: connection closed mid-body"
+                                                  + (f" ({exc})" if exc else "")))
+        else:
+            self._fail(aiohttp.ServerDisconnectedError())
+
+    # ---- llhttp's callbacks ----------------------------------------------------------------
+    def on_header(self, name: bytes, value: bytes) -> None:
+        n = name.lower()
+        if n == b"location":
+            self.reply.location = value.decode("latin-1")
+        elif n == b"content-type":
+            self.reply.content_type = value.decode("latin-1")
+        elif n == b"content-encoding":
+            self.reply.encoding = value.decode("latin-1").strip().lower()
+        elif n == b"transfer-encoding":
+            self._chunked = b"chunked" in value.lower()
+        elif n == b"content-length":
+            self._has_length = True
+
+    def on_headers_complete(self) -> None:
+        assert self._parser is not None
+        status = self.reply.status = self._parser.get_status_code()
+        self._close_delimited = not (self._chunked or self._has_length)
+        if (status != 200 or self.reply.encoding not in ("", "identity")
+                or needs_body(status, self.reply.content_type)):
+            self._acc = None  # not streamed: its body (if any) is kept for the message
+            self._err = bytearray()
+        if self.head is not None and not self.head.done():
+            self.head.set_result(None)
+
+    def on_body(self, body: bytes) -> None:
+        acc = self._acc
+        if acc is not None:
+            if acc.failure:  # given up: the rest is dropped, the connection closed
+                return
+            acc.feed(body, self.last)
+            if self._raw is not None:
+                self._raw((self.last, body))
+            if acc.failure:
+                self._abandon()
+        elif self._err is not None:
+            self._err += body[:ERROR_BODY_BYTES - len(self._err)]
+            if len(self._err) >= ERROR_BODY_BYTES:
+                self._abandon()
+
+    def on_message_complete(self) -> None:
+        self._done()
+
+    # ---- one request -----------------------------------------------------------------------
+    def begin(self, acc: StreamAccumulator, raw: Callable[[tuple[float, bytes]], None] | None,
+              reply: Reply, now: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._parser = httptools.HttpResponseParser(self)
+        self._feed = self._parser.feed_data
+        self._acc, self._raw, self._err = acc, raw, None
+        self.reply = reply
+        self.last = now
+        self._any = self.complete = False
+        self._chunked = self._has_length = self._close_delimited = False
+        self.head, self.end = loop.create_future(), loop.create_future()
+
+    def reusable(self) -> bool:
+        return (self.complete and not self.closed and self._parser is not None
+                and self._parser.should_keep_alive() and not self._close_delimited)
+
+    def finish(self) -> None:
+        """Leave the request: nothing more reaches its accumulator."""
+        if self._err is not None:
+            self.reply.body = bytes(self._err)
+        self._feed = None
+        self._acc = self._raw = None
+        self._err = None
+        for fut in (self.head, self.end):  # mark any exception retrieved
+            if fut is not None and fut.done() and not fut.cancelled():
+                fut.exception()
+        self.head = self.end = None
+
+    def _done(self) -> None:
+        self.complete = True
+        self._feed = None
+        if self.head is not None and not self.head.done():
+            self.head.set_result(None)
+        if self.end is not None and not self.end.done():
+            self.end.set_result(None)
+
+    def _abandon(self) -> None:
+        """Stop reading this reply (an oversized event, an error body long enough): what we
+        have is the answer; the connection cannot be reused."""
+        self._feed = None
+        self._drop()
+        if self.end is not None and not self.end.done():
+            self.end.set_result(None)
+        if self.head is not None and not self.head.done():
+            self.head.set_result(None)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._feed = None
+        self._drop()
+        for fut in (self.head, self.end):
+            if fut is not None and not fut.done():
+                fut.set_exception(exc)
+
+    def _drop(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def stall(self) -> None:
+        self._fail(Stalled())
+
+
+class H1Streams:
+    """Keep-alive connections to one origin, and the streaming exchange over them."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], connect_timeout_s: float,
+                 stall_s: float, keep_alive: bool) -> None:
+        url = URL(base_url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(f"client.transport=httptools needs an http(s) URL, got {base_url!r}")
+        self._host, self._port = url.host, url.port or (443 if url.scheme == "https" else 80)
+        self._ssl = ssl.create_default_context() if url.scheme == "https" else None
+        self._prefix = url.path.rstrip("/")
+        host = url.host if url.is_default_port() else f"{url.host}:{url.port}"
+        fixed = {"Host": host, "User-Agent": "harness", **headers}
+        if not keep_alive:
+            fixed["Connection"] = "close"
+        self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
+        self._fixed = {k.lower() for k in fixed}  # a request's own headers cannot replace these
+        self._connect_s, self._stall_s, self._keep_alive = connect_timeout_s, stall_s, keep_alive
+        self._idle: list[_Conn] = []
+        self._heads: dict[str, bytes] = {}  # the request line and headers, per path
+
+    def close(self) -> None:
+        for conn in self._idle:
+            conn._drop()
+        self._idle.clear()
+
+    async def _connect(self) -> _Conn:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self._connect_s):
+                _, conn = await loop.create_connection(_Conn, self._host, self._port,
+                                                       ssl=self._ssl)
+        except OSError as exc:
+            raise aiohttp.ClientOSError(
+                exc.errno, f"Cannot connect to host {self._host}:{self._port} "
+                f"[{exc.strerror or exc}]") from None
+        return conn
+
+    async def _take(self, on_connect: Callable[[bool, float], None]) -> _Conn:
+        """An idle keep-alive connection still open, else a new one (its set-up timed)."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                on_connect(True, 0.0)
+                return conn
+        t0 = time.perf_counter()
+        conn = await self._connect()
+        on_connect(False, time.perf_counter() - t0)
+        return conn
+
+    def _request(self, path: str, body: bytes, extra: dict[str, str] | None) -> bytes:
+        head = self._heads.get(path)
+        if head is None:
+            head = self._heads[path] = (f"POST {self._prefix}{path} HTTP/1.1\r\n".encode()
+                                        + self._head)
+        if extra:  # a request's own headers (agentic session affinity), the client's win
+            head += "".join(f"{k}: {v}\r\n" for k, v in extra.items()
+                            if k.lower() not in self._fixed
+                            and k.lower() != "content-length").encode("latin-1")
+        return b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
+
+    async def exchange(self, path: str, body: bytes, acc: StreamAccumulator,
+                       raw: Callable[[tuple[float, bytes]], None] | None,
+                       reply: Reply, on_sent: Callable[[float], None],
+                       on_connect: Callable[[bool, float], None],
+                       extra: dict[str, str] | None = None) -> None:
+        """Send one POST and read its reply: a 200 identity stream into `acc`, of any other
+        reply its status, Location, encoding and the first ERROR_BODY_BYTES of its body, into
+        `reply` for the caller to word (the status is there whatever happens after it came).
+        Raises aiohttp's exceptions for a connection that fails, TimeoutError for a stall
+        (client.stall_timeout_s)."""
+        conn = await self._take(on_connect)
+        data = self._request(path, body, extra)
+        loop = asyncio.get_running_loop()
+        conn.begin(acc, raw, reply, time.perf_counter())
+        assert conn.transport is not None
+        # Stamped as the write starts, as aiohttp's on_request_chunk_sent is: uvloop writes to
+        # the socket at once, and a server on another core may read it before write() returns.
+        on_sent(time.perf_counter())
+        conn.transport.write(data)
+        stall_s = self._stall_s
+
+        def watch() -> None:
+            idle = time.perf_counter() - conn.last
+            if idle >= stall_s:
+                conn.stall()
+            else:
+                timer[0] = loop.call_later(stall_s - idle, watch)
+
+        timer = [loop.call_later(stall_s, watch)]
+        ok = False
+        try:
+            try:
+                assert conn.head is not None and conn.end is not None
+                await conn.head
+                await conn.end
+            except Stalled:
+                raise TimeoutError(f"no byte for {stall_s:g} s") from None
+            ok = True
+        finally:
+            timer[0].cancel()
+            conn.finish()
+            if ok and self._keep_alive and conn.reusable():
+                self._idle.append(conn)
+            else:
+                conn._drop()

@@ -1,0 +1,1 @@
+"""Correctness: accuracy evals (lm-eval) and the lossless-speculation check (docs/evals.md)."""

@@ -1,0 +1,72 @@
+// Speculation view of the dashboard: each speculative series against its plain match
+// (harness/publish/speedup.py, computed when the page was written): the interactivity ratio
+// over load with the break-even line, then the tables - crossover, equal interactivity, best
+// k, speedup against AL, step cost. Text via textContent only.
+"use strict";
+
+const SPEC_TABLES = [
+  ["crossover", "Crossover load (ratio falls below 1)", ["base", "speculator", "crossover_conc", "tput_crossover_conc"]],
+  ["equal_concurrency", "Speedup at equal concurrency", ["base", "speculator", "conc", "repeats", "plain_match", "spec_intvty", "plain_intvty", "intvty_ratio", "tput_ratio", "realised_al"]],
+  ["equal_interactivity", "Speedup at equal interactivity (along the frontiers)", ["base", "speculator", "target_intvty", "spec_tput", "plain_tput", "tput_ratio"]],
+  ["best_k_by_load", "Best k per load", ["base", "method", "mode", "conc", "best", "runner_up", "margin", "values"]],
+  ["best_k_by_target", "Best k per interactivity target", ["base", "method", "mode", "target_intvty", "best", "runner_up", "margin", "values"]],
+  ["al_map", "Speedup against injected AL", ["base", "method", "k", "conc", "ratios", "realised", "break_even_al", "note"]],
+  ["cost", "Why: step cost from the engine's counters", ["base", "speculator", "conc", "drafts_per_step", "drafted_share", "accept_rate", "tokens_per_step", "verify_cost_plain_steps", "cost_plain_steps", "speedup", "why"]],
+];
+
+function specCell(row, col) {
+  const v = row[col];
+  if (v === null || v === undefined) return "–";
+  if (typeof v === "object") return Object.entries(v).map(([k, x]) => `${k}: ${typeof x === "number" ? x.toPrecision(3) : "–"}`).join(", ");
+  if (typeof v === "number") {
+    if (col === "margin") return (100 * v).toFixed(1) + "%";
+    const se = row[col + "_se"];
+    return v.toPrecision(3) + (typeof se === "number" ? ` ± ${se.toPrecision(2)}` : "");
+  }
+  return String(v);
+}
+
+function inScenario(row, scen) { return String(row.base || "").includes(` · ${scen}`); }
+
+function renderSpeculation(scen) {
+  const S = DATA.speculation || {};
+  const rows = (S.equal_concurrency || []).filter(r => inScenario(r, scen));
+  const traces = [];
+  const groups = new Map();
+  for (const r of rows) {
+    const key = `${r.base} · ${r.speculator}`;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(r);
+  }
+  let i = 0;
+  for (const [name, rs] of groups) {
+    rs.sort((a, b) => a.conc - b.conc);
+    traces.push({type: "scatter", mode: "lines+markers", name, x: rs.map(r => r.conc),
+      y: rs.map(r => r.intvty_ratio), line: {color: DATA.palette[i++ % DATA.palette.length]},
+      error_y: {type: "data", array: rs.map(r => r.intvty_ratio_se || 0), visible: rs.some(r => r.intvty_ratio_se)}});
+  }
+  Plotly.react("spec-chart", traces, {
+    title: {text: "Interactivity, speculative / plain, at equal concurrency"},
+    xaxis: {title: {text: "concurrency"}, type: "log"}, yaxis: {title: {text: "speedup (x)"}},
+    shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: {dash: "dot", color: "#888"}}],
+    legend: {orientation: "h", y: -0.25}, margin: {t: 60, r: 20, b: 120, l: 80},
+  }, PLOT_CONFIG);
+  const box = document.getElementById("spec-tables");
+  box.replaceChildren();
+  if (!rows.length) box.appendChild(el("p", {id: "spec-empty"}, "No speculative series with a matching plain series (same model, chip, engine, precision, scenario) in this scenario."));
+  for (const [key, title, cols] of SPEC_TABLES) {
+    const tr = (S[key] || []).filter(r => inScenario(r, scen));
+    if (!tr.length) continue;
+    box.appendChild(el("h3", {}, title));
+    const table = el("table", {class: "spec-table", "data-table": key});
+    const head = el("tr");
+    for (const c of cols) head.appendChild(el("th", {}, c));
+    table.appendChild(head);
+    for (const r of tr) {
+      const row = el("tr");
+      for (const c of cols) row.appendChild(el("td", {"data-col": c}, specCell(r, c)));
+      table.appendChild(row);
+    }
+    box.appendChild(table);
+  }
+}

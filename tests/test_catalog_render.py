@@ -1,0 +1,193 @@
+"""Every launch of a catalog recipe, rendered through its engine adapter, against the launch
+upstream's script ran (its capture): argv as flag groups (program and positionals in order,
+options as a set of flag groups; a file path compared by the file's content), environment,
+files, helpers and setup steps. For the recipe writer's fixtures (tests/catalog_capture_
+fixtures.py) and for every shipped capture in recipes/recipe/captured/ (the importer's).
+
+What the adapters add on purpose, and so is taken out before comparing: SGLang's
+`--enable-metrics` (the counters that verify acceptance) and TensorRT-LLM's metrics keys in its
+YAML (harness/engines/trtllm.py METRICS_OPTIONS)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.catalog.compare import argv_changes, env_changes
+from harness.catalog.diff import diff_text
+from harness.catalog.recipe_writer import catalog_to_recipe, server_setup, weights_of
+from harness.catalog.render import compose_recipe, render_launches
+from harness.engines.trtllm import METRICS_OPTIONS
+from tests.catalog_capture_fixtures import COMMIT, FIXTURES, as_capture_file
+
+CAPTURED = Path(__file__).resolve().parents[1] / "recipes" / "recipe" / "captured"
+SHIPPED = sorted(p for p in CAPTURED.glob("*.json")) if CAPTURED.is_dir() else []
+ADDED_FLAGS = {"sglang": [("--enable-metrics",)]}
+
+
+def _ident(tp: Any, ep: Any, dpa: Any, conc: Any, kv: Any = "none", spec: Any = True
+           ) -> tuple:
+    """A launch's identity: a key may run one topology and concurrency twice, with and
+    without KV offloading or speculation (InferenceX's agentic hicache keys)."""
+    return int(tp), int(ep), str(dpa).lower() == "true", int(conc), str(kv), bool(spec)
+
+
+def _cap_kv(job: dict) -> str:
+    if str(job.get("kv-offloading", "none")) in ("none", ""):
+        return "none"
+    b = job.get("kv-offload-backend") or {}
+    return str(b.get("name") if isinstance(b, dict) else b)
+
+
+def _strip_added(engine: str, argv: list[str], captured: list[str]) -> list[str]:
+    out = list(argv)
+    for (flag,) in ADDED_FLAGS.get(engine, []):
+        if flag in out and flag not in captured:
+            out.remove(flag)
+    return out
+
+
+def compare(entry: dict, launches: list[dict], key: str) -> list[str]:
+    """Every difference between the recipe's rendered launches and the captures."""
+    recipe = catalog_to_recipe(launches, entry, key, COMMIT)
+    weights = {weights_of(c) for c in launches} - {""}
+    ports = {int((c.get("env_in") or {}).get("PORT", 8888)) for c in launches}
+    assert len(ports) == 1, f"{key}: launches on several job ports {ports}"
+    rendered = render_launches(compose_recipe(recipe), port=ports.pop(),
+                               weights=weights.pop() if len(weights) == 1 else None)
+    by_id = {}
+    for r in rendered:
+        t = r["topology"]
+        for c in r["concurrency"]:
+            by_id[_ident(t["tp"], t["ep"], t["dp_attention"], c, r["kv_offload"]["backend"],
+                         r["speculator"]["method"] != "none")] = r
+    problems: list[str] = []
+    ok = [c for c in launches if c.get("status") == "ok"]
+    for cap in ok:
+        job = cap.get("job") or {}
+        lid = _ident(job.get("tp", 1), job.get("ep", 1), job.get("dp-attn", False), cap["conc"],
+                     _cap_kv(job), str(job.get("spec-decoding", "none")) != "none")
+        r = by_id.get(lid)
+        if r is None:
+            problems.append(f"{key} {lid}: no launch of the recipe")
+            continue
+        srv = cap["server"]
+        argv = _strip_added(r["engine"], r["argv"], srv["argv"])
+        problems += [f"{key} {lid} argv {x}" for x in
+                     argv_changes(srv["argv"], argv, srv.get("files") or {}, r["files"])]
+        problems += [f"{key} {lid} env {x}" for x in
+                     env_changes(srv.get("env_added") or {}, r["env"])]
+        want_files = [{k: v for k, v in (yaml.safe_load(t) or {}).items()
+                       if k not in METRICS_OPTIONS}
+                      for p, t in (srv.get("files") or {}).items()
+                      if r["engine"] == "trtllm" and p.endswith((".yml", ".yaml"))]
+        got_files = [{k: v for k, v in (yaml.safe_load(t) or {}).items()
+                      if k not in METRICS_OPTIONS} for t in r["files"].values()]
+        if want_files != got_files:
+            problems.append(f"{key} {lid} files {want_files} != {got_files}")
+        want_h = [(h["name"], h["argv"]) for h in cap.get("helpers") or []]
+        got_h = [(h["name"].split("#")[0], h["argv"]) for h in r["helpers"]]
+        if want_h != got_h:
+            problems.append(f"{key} {lid} helpers {want_h} != {got_h}")
+        want_s = [s["argv"] for s in server_setup(cap)]
+        if want_s != [s["argv"] for s in r["setup"]]:
+            problems.append(f"{key} {lid} setup {want_s} != {r['setup']}")
+    if len(rendered_points(rendered)) != len(ok):
+        problems.append(f"{key}: {len(rendered_points(rendered))} launches, {len(ok)} captured")
+    return problems
+
+
+def rendered_points(rendered: list[dict]) -> list[int]:
+    return [c for r in rendered for c in r["concurrency"]]
+
+
+@pytest.mark.parametrize("key", sorted(FIXTURES))
+def test_fixture_recipes_render_their_captures(key: str) -> None:
+    entry, launches = FIXTURES[key]()
+    assert compare(entry, launches, key) == []
+
+
+def test_a_changed_flag_is_found() -> None:
+    """The comparison can fail: a launch whose captured command differs from the recipe's."""
+    entry, launches = FIXTURES["dsr1-fp8-h200-sglang"]()
+    recipe_from = [json.loads(json.dumps(c)) for c in launches]
+    other = json.loads(json.dumps(launches))
+    other[1]["server"]["argv"][other[1]["server"]["argv"].index("0.82")] = "0.85"
+    recipe = catalog_to_recipe(recipe_from, entry, "dsr1-fp8-h200-sglang", COMMIT)
+    rendered = render_launches(compose_recipe(recipe))
+    argv = _strip_added("sglang", rendered[1]["argv"], other[1]["server"]["argv"])
+    assert argv_changes(other[1]["server"]["argv"], argv) == [
+        "- --mem-fraction-static 0.85", "+ --mem-fraction-static 0.82"]
+
+
+def test_the_agentic_recipe_names_offload_router_and_setup() -> None:
+    entry, launches = FIXTURES["dsv4-fp4-b200-vllm-agentic-mtp"]()
+    recipe = catalog_to_recipe(launches, entry, "dsv4-fp4-b200-vllm-agentic-mtp", COMMIT)
+    assert recipe["recipe_source"] == (
+        f"SemiAnalysisAI/InferenceX@{COMMIT} configs/nvidia-master.yaml key "
+        "dsv4-fp4-b200-vllm-agentic-mtp script "
+        "benchmarks/single_node/agentic/dsv4_fp4_b200_vllm_mtp.sh")
+    *tp_rows, dep_row = recipe["search_space"]  # TP rows split: --max-num-seqs is 2 x CONC
+    assert [r["concurrency"] for r in tp_rows] == [[1], [4]] and dep_row["concurrency"] == [32]
+    assert all(r["scenario"] == "agentic-agentx" for r in recipe["search_space"])
+    assert dep_row["kv_offload"] == {"backend": "vllm-simple", "dram_gb_per_rank": 200.0}
+    assert dep_row["port_offset"] == 1
+    [router] = dep_row["helpers"]
+    assert router["fronts"] and router["argv"][router["argv"].index("--port") + 1] == "{port}"
+    assert "http://localhost:{port+1}" in router["argv"]
+    assert "{port+1}" in dep_row["extra_args"]  # the engine behind the router
+    assert dep_row["setup"] == [{"kind": "install",
+                                 "argv": ["pip", "install", "--quiet", "vllm-router==0.1.14"]}]
+
+
+def test_diff_names_changed_flags_env_and_keys(tmp_path) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    for key in FIXTURES:
+        (old / f"{key}.json").write_text(as_capture_file(key))
+    doc = json.loads(as_capture_file("dsr1-fp8-h200-sglang"))
+    srv = doc["launches"][0]["server"]
+    srv["argv"][srv["argv"].index("0.82")] = "0.9"
+    srv["env_added"]["NEW_VAR"] = "1"
+    (new / "dsr1-fp8-h200-sglang.json").write_text(json.dumps(doc))
+    (new / "dsr1-fp4-b200-trt.json").write_text(as_capture_file("dsr1-fp4-b200-trt"))
+    text, changed = diff_text(old, new)
+    assert changed
+    assert "- key dsv4-fp4-b200-vllm-agentic-mtp" in text
+    assert "argv - --mem-fraction-static 0.82" in text
+    assert "argv + --mem-fraction-static 0.9" in text
+    assert "env + NEW_VAR=1" in text
+    assert "dsr1-fp4-b200-trt" not in text  # unchanged
+    assert diff_text(old, old) == (f"commit {COMMIT} -> {COMMIT}\nno key, launch, argv, "
+                                   "environment or file changed", False)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_capture_renders_back(path: Path) -> None:
+    doc = json.loads(path.read_text())
+    if doc.get("kind") == "multinode" or not any(c.get("status") == "ok"
+                                                 for c in doc.get("launches") or []):
+        pytest.skip(f"{doc['key']}: {doc.get('reason') or 'nothing captured'}")
+    assert compare(doc["entry"], doc["launches"], doc["key"]) == []
+
+
+@pytest.mark.slow  # three compositions of shipped recipes
+def test_show_prints_every_launch_and_its_json_is_stable() -> None:
+    from harness.catalog.show import show
+
+    text = show("dsr1-fp8-mi300x-sglang", as_json=False)
+    first = show("dsr1-fp8-mi300x-sglang", as_json=True)
+    data = json.loads(first)
+    assert first == show("dsr1-fp8-mi300x-sglang", as_json=True)
+    assert data["launches"] and all(ln["argv"] and "concurrency" in ln
+                                    for ln in data["launches"])
+    assert len(text.splitlines()) > len(data["launches"]) and "argv: " in text
+    mn = json.loads(show("dsv4-fp4-mi355x-sglang-disagg", as_json=True))
+    assert {ln["deployment"] for ln in mn["launches"]} and all(
+        ln["gpus"] == ln["topology"]["prefill_gpus"] + ln["topology"]["decode_gpus"]
+        for ln in mn["launches"])
