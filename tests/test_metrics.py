@@ -76,3 +76,17 @@ def test_e2e_normalised_interactivity() -> None:
 def test_single_token_requests_have_no_tpot() -> None:
     m = point_metrics([_rec(0.0, [0.1], completion=1)], duration_s=1.0, gpus=GpuCount(1))
     assert math.isnan(m["median_tpot"]) and math.isnan(m["median_intvty"])
+
+
+def test_coalesced_reply_tpot_zero_is_left_out_as_agentx_drops_it() -> None:
+    """A reply read in one go (all chunks stamped alike) has TPOT 0; the AIPerf export writes
+    no ITL for it and AgentX drops ITL <= 0, so our p90_intvty must leave it out too."""
+    from harness.publish.exports.aiperf_records import record_metrics
+
+    recs = [_rec(0.0, [0.1 + 0.01 * i for i in range(5)], completion=5 + i) for i in range(4)]
+    recs += [_rec(0.0, [0.2, 0.2, 0.2], completion=3) for _ in range(3)]  # coalesced
+    m = point_metrics(recs, duration_s=1.0, gpus=GpuCount(1))
+    itl = [x["inter_token_latency"]["value"] / 1000 for x in map(record_metrics, recs)
+           if "inter_token_latency" in x]
+    assert len(itl) == 4
+    assert 1 / float(np.percentile(itl, 90)) == pytest.approx(m["p90_intvty"], rel=1e-9)

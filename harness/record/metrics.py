@@ -140,7 +140,10 @@ def point_metrics(
     ttfts = np.array([ttft(r) for r in done], dtype=float)
     e2els = np.array([e2el(r) for r in done], dtype=float)
     tpots = np.array([tpot(r) for r in done], dtype=float)
-    tpots = tpots[~np.isnan(tpots)]
+    # A TPOT of 0 (every content chunk in one read: no decode time observed) is no rate;
+    # AgentX drops ITL <= 0 (docs/upstream/agentx.md §2.3a) and the AIPerf export writes no
+    # ITL for it (aiperf_records.record_metrics), so 1/pXX TPOT is upstream's intvty.
+    tpots = tpots[~np.isnan(tpots) & (tpots > 0)]
     gaps = np.concatenate([itls(r) for r in done]) if done else np.array([])
     out.update(summarize(ttfts, "ttft"))
     out.update(summarize(tpots, "tpot"))

@@ -19,7 +19,7 @@ Per request the values are our own definitions (harness.record.metrics), which a
 request_latency = our E2EL (last content chunk), and AIPerf's inter_token_latency is
 (request_latency - TTFT) / (OSL - 1) = our TPOT (ai-dynamo/aiperf:docs/metrics_reference.md
 @3a4b58d508f0b975f84e05684684bd4890037369), so InferenceX's p90 intvty = 1 / p90 ITL is our
-p90_intvty (unless a reply had TPOT 0, see record_metrics), and its E2E-normalized
+p90_intvty (TPOT 0 is left out on both sides), and its E2E-normalized
 interactivity 1 / p90(E2EL / OSL) our p90_e2e_intvty. Our per-chunk gaps are exported as
 AIPerf's inter_chunk_latency, which InferenceX does not read.
 """
@@ -75,8 +75,8 @@ def record_metrics(r: RequestRecord) -> dict[str, Any]:
     t = tpot(r)
     # AIPerf has no ITL below two output tokens or two content chunks (its metrics reference,
     # cited above); InferenceX drops ITL <= 0 anyway. Our TPOT is 0 for a two-token,
-    # one-chunk reply and counts in our TPOT statistics: such points differ from upstream's
-    # interactivity.
+    # one-chunk (or one-read) reply, which our TPOT statistics leave out too
+    # (harness.record.metrics.point_metrics).
     if math.isfinite(t) and t > 0 and len(r.chunk_ts) >= 2:
         m["inter_token_latency"] = _metric(t * 1000.0, "ms")
         m["output_token_throughput_per_user"] = _metric(1.0 / t, "tokens/sec/user")
