@@ -54,7 +54,7 @@ def test_sglang_dsr1_fp4_b200_tp4_mtp3() -> None:
 def test_sglang_injection_environment() -> None:
     p = _plan(["recipe=dsr1-fp4-b200-sglang-mtp"], AcceptancePlan("injected", 2.49, "t"))
     assert p.env == {"SGLANG_RADIX_FORCE_MISS": "1", "PYTHONNOUSERSITE": "1",  # the script's
-                     "SGLANG_ENABLE_SPEC_V2": "1",
+                     "SGLANG_ENABLE_SPEC_V2": "1", "GPU_METRICS_CSV": "gpu_metrics.csv",
                      "SGLANG_SIMULATE_ACC_LEN": "2.49",
                      "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
                      "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
@@ -112,7 +112,9 @@ def test_trtllm_dsr1_fp4_b200_dep8_mtp3_with_extra_options_yaml() -> None:
 def test_trtllm_forced_acceptance_counts_drafts_only() -> None:
     # the catalog recipe (upstream command and YAML) gets the same knob
     p = _plan(["recipe=dsr1-fp4-b200-trt-mtp"], AcceptancePlan("injected", 2.5, "t"))
-    assert p.env == {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "1.5"}
+    # the knob, beside what the script exports (its GPU monitor's file name)
+    assert p.env == {"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "1.5",
+                     "GPU_METRICS_CSV": "gpu_metrics.csv"}
 
 
 def test_atom_mtp_with_injected_acceptance() -> None:

@@ -85,8 +85,11 @@ def test_coalesced_reply_tpot_zero_is_left_out_as_agentx_drops_it() -> None:
 
     recs = [_rec(0.0, [0.1 + 0.01 * i for i in range(5)], completion=5 + i) for i in range(4)]
     recs += [_rec(0.0, [0.2, 0.2, 0.2], completion=3) for _ in range(3)]  # coalesced
-    m = point_metrics(recs, duration_s=1.0, gpus=GpuCount(1))
+    m = point_metrics(recs, duration_s=1.0, gpus=GpuCount(1), drop_zero_tpot=True)
     itl = [x["inter_token_latency"]["value"] / 1000 for x in map(record_metrics, recs)
            if "inter_token_latency" in x]
     assert len(itl) == 4
     assert 1 / float(np.percentile(itl, 90)) == pytest.approx(m["p90_intvty"], rel=1e-9)
+    # fixed-sequence points keep TPOT 0, as vLLM's benchmark_serving does
+    kept = point_metrics(recs, duration_s=1.0, gpus=GpuCount(1))
+    assert kept["p90_intvty"] != pytest.approx(m["p90_intvty"])

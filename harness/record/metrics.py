@@ -118,7 +118,8 @@ def has_timing(r: RequestRecord) -> bool:
 
 
 def point_metrics(
-    records: Sequence[RequestRecord], duration_s: float, gpus: GpuCount
+    records: Sequence[RequestRecord], duration_s: float, gpus: GpuCount,
+    drop_zero_tpot: bool = False,
 ) -> dict[str, float | int]:
     """All metrics of one point from its measured requests (warmup already excluded).
 
@@ -140,10 +141,11 @@ def point_metrics(
     ttfts = np.array([ttft(r) for r in done], dtype=float)
     e2els = np.array([e2el(r) for r in done], dtype=float)
     tpots = np.array([tpot(r) for r in done], dtype=float)
-    # A TPOT of 0 (every content chunk in one read: no decode time observed) is no rate;
+    # A TPOT of 0 (every content chunk in one read: no decode time observed) is no rate.
     # AgentX drops ITL <= 0 (docs/upstream/agentx.md §2.3a) and the AIPerf export writes no
-    # ITL for it (aiperf_records.record_metrics), so 1/pXX TPOT is upstream's intvty.
-    tpots = tpots[~np.isnan(tpots) & (tpots > 0)]
+    # ITL for it (aiperf_records.record_metrics), so agentic points drop it and 1/pXX TPOT is
+    # upstream's intvty; fixed-sequence points keep it, as vLLM's benchmark_serving does.
+    tpots = tpots[~np.isnan(tpots) & ((tpots > 0) if drop_zero_tpot else True)]
     gaps = np.concatenate([itls(r) for r in done]) if done else np.array([])
     out.update(summarize(ttfts, "ttft"))
     out.update(summarize(tpots, "tpot"))

@@ -142,7 +142,8 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     """The point's record: every metric, every rule's verdict, where everything came from.
     `samples`: the server's metrics scraped through the measured window; `power` the
     accelerator telemetry's integration; `series_figures` harness.sweep.series.summary."""
-    m = point_metrics(meas.measured.records, meas.measured.duration_s, ctx.gpus)
+    m = point_metrics(meas.measured.records, meas.measured.duration_s, ctx.gpus,
+                      drop_zero_tpot=ctx.sc.scenario.kind == "agentic")  # AgentX's rule
     slo = slo_of(ctx.sc)
     m.update(goodput_metrics(meas.measured.records, meas.measured.duration_s, slo))
     facts = ctx.workload.facts(meas, m, samples)
