@@ -19,7 +19,12 @@ import yaml
 
 from harness.catalog.compare import argv_changes, env_changes
 from harness.catalog.diff import diff_text
-from harness.catalog.recipe_writer import catalog_to_recipe, server_setup, weights_of
+from harness.catalog.recipe_writer import (
+    catalog_to_recipe,
+    server_setup,
+    usable,
+    weights_of,
+)
 from harness.catalog.render import compose_recipe, render_launches
 from harness.engines.trtllm import METRICS_OPTIONS
 from tests.catalog_capture_fixtures import COMMIT, FIXTURES, as_capture_file
@@ -69,7 +74,7 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
             by_id[_ident(t["tp"], t["ep"], t["dp_attention"], c, r["kv_offload"]["backend"],
                          r["speculator"]["method"] != "none")] = r
     problems: list[str] = []
-    ok = [c for c in launches if c.get("status") == "ok"]
+    ok = [c for c in launches if usable(c)]
     for cap in ok:
         job = cap.get("job") or {}
         lid = _ident(job.get("tp", 1), job.get("ep", 1), job.get("dp-attn", False), cap["conc"],
@@ -173,8 +178,7 @@ def test_diff_names_changed_flags_env_and_keys(tmp_path) -> None:
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_every_shipped_capture_renders_back(path: Path) -> None:
     doc = json.loads(path.read_text())
-    if doc.get("kind") == "multinode" or not any(c.get("status") == "ok"
-                                                 for c in doc.get("launches") or []):
+    if doc.get("kind") == "multinode" or not any(usable(c) for c in doc.get("launches") or []):
         pytest.skip(f"{doc['key']}: {doc.get('reason') or 'nothing captured'}")
     shipped = RECIPES / f"{doc['key']}.yaml"
     assert shipped.is_file(), f"{shipped}: no recipe for a captured key; run harness catalog import"

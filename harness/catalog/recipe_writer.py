@@ -240,6 +240,18 @@ def _scenario(key: str, ok: list[dict]) -> str:
     return FIXED_SCENARIO[next(iter(shapes))]
 
 
+def usable(c: dict) -> bool:
+    """A launch whose server command was captured: every captured one, and one where only
+    upstream's client failed after the server started (qwen3.5-fp8-mi325x-sglang-mtp at
+    843c6254: its script passes a stray EP_SIZE to its client helper, which stops; our client
+    replaces upstream's, so the server command is all the recipe needs)."""
+    server = c.get("server") or {}
+    if not server.get("argv"):
+        return False
+    return c.get("status") == "ok" or (c.get("client") is None
+                                        and "started no client" in str(c.get("reason")))
+
+
 def _drafter(c: dict, engine: str) -> dict[str, Any] | None:
     """What the captured server command drafts with (harness/spec/drafters.py), None when it
     runs no speculation or names an engine the reader does not know."""
@@ -302,7 +314,7 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
                       "configs/amd-master.yaml" if "mi3" in str(e.get("runner"))
                       else "configs/nvidia-master.yaml")
         return attach_recipe(e, key, commit, master)
-    ok = [c for c in captures if c.get("status") == "ok" and c.get("server")]
+    ok = [c for c in captures if usable(c)]
     if not ok:
         raise CatalogError(f"{key}: no launch was captured")
     engine = ENGINE_OF.get(str(e.get("framework")))
