@@ -158,7 +158,7 @@ def test_fixed_result_filename_is_upstreams_template(exported) -> None:
         # .github/workflows/benchmark-tmpl.yml@0a2e309 (docs/upstream/inferencex.md §1.4)
         want = (f"{env['EXP_NAME']}_{env['PRECISION']}_{env['FRAMEWORK']}_tp{env['TP']}"
                 f"_ep{env['EP_SIZE']}_dpa_{env['DP_ATTENTION']}_conc{env['CONC']}"
-                f"_{env['RUNNER_TYPE']}")
+                f"_{env['RUNNER_TYPE']}") + ("" if p["valid"] else "_INVALID")  # --include-invalid
         assert stem.name == env["RESULT_FILENAME"] == want
         assert env["RUNNER_TYPE"] == p["chip"] and env["CONC"] == str(p["conc"])
         if p["scenario_kind"] != "agentic":  # 128/64 is none of their shapes: "{isl}_{osl}"

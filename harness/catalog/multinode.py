@@ -78,7 +78,9 @@ def deploy_name(row: dict[str, Any]) -> str:
                 *(row["decode"].get("additional-settings") or [])]
     for s in settings:
         if s.startswith("CONFIG_FILE="):
-            return s.split("=", 1)[1]
+            # srt-slurm's zip-override index `file.yaml:name[0]` as `name@0`: '[' would start
+            # a list in a Hydra override
+            return re.sub(r"\[(\d+)\]$", r"@\1", s.split("=", 1)[1])
     return "/".join(s.replace("=", ":", 1) for s in settings)
 
 

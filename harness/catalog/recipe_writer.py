@@ -347,12 +347,19 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
             index[ident] = len(rows)
             rows.append({**row, "concurrency": []})
         rows[index[ident]]["concurrency"].append(int(p["c"]["conc"]))
-    scripts = sorted({str(c.get("script")) for c in ok})
-    prefix = str(e.get("model-prefix"))
     engine_node: dict[str, Any] = {"image": e.get("image"), "env": env_common, "argv_template":
                                    [*split[0][0], *(t for g in common for t in g)]}
     if common_setup:
         engine_node["setup"] = common_setup
+    return _recipe(e, key, commit, ok, engine, scenario, spec, first, engine_node, rows)
+
+
+def _recipe(e: dict, key: str, commit: str, ok: list[dict], engine: str, scenario: str,
+            spec: bool, first: dict[str, Any] | None, engine_node: dict[str, Any],
+            rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The recipe document: defaults, provenance, engine node and rows."""
+    scripts = sorted({str(c.get("script")) for c in ok})
+    prefix = str(e.get("model-prefix"))
     return {
         "defaults": [{"override /model": MODEL_RECIPE.get(prefix, prefix)},
                      {"override /chip": chip_of(str(e.get("runner")))},

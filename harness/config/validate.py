@@ -138,6 +138,8 @@ def gpus_of(sc: SweepConfig) -> int:
     t = sc.topology
     if t.prefill_gpus > 0 and t.decode_gpus > 0:
         return t.prefill_gpus + t.decode_gpus
+    if t.prefill_gpus > 0:  # a pool of workers only (InferenceX rows with decode num-worker 0)
+        return t.prefill_gpus
     return t.tp * t.pp * t.pcp
 
 

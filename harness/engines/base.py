@@ -60,8 +60,11 @@ CHECKS_ONLY = ("kind", "version", "speculators", "can_inject_acceptance", "start
 LAUNCH_SETTINGS = ("extra_args", "env", "image", "container_runtime", "python", "argv_template",
                    "host", "helpers", "port_offset", "setup", "kv_offload")
 # an attached server: nothing is launched, so nothing about a launch applies
+# (can_inject_acceptance: the attached server was started with its own injection knob set,
+# and the harness verifies the AL it realises: the InferenceX attach path)
 ENDPOINT_SETTINGS = frozenset({"kind", "version", "speculators", "startup_timeout_s", "url",
-                               "api_key_env", "family", "metrics_url", "deployment"})
+                               "api_key_env", "family", "metrics_url", "deployment",
+                               "can_inject_acceptance", "profile", "reset_cache_before_point"})
 _UNUSED_FIX = {
     ("", "url"): "remove engine.url, or use engine=endpoint to attach to a running server",
     ("", "api_key_env"): "remove engine.api_key_env: a launched engine is started without a "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.config.schema import ScenarioConfig, SweepConfig
+from harness.config.schema import EngineConfig, ScenarioConfig, SweepConfig
 from harness.config.validate import gpus_of
 from harness.record.point_record import PointIdentity, digest
 from harness.spec.acceptance import AcceptancePlan
@@ -17,11 +17,23 @@ from harness.spec.acceptance import AcceptancePlan
 _digest = digest
 
 
+_ENGINE_LATER = ("cpu_affinity", "profile", "reset_cache_before_point", "port_offset",
+                 "kv_offload", "helpers", "setup", "metrics_url", "deployment")
+_ENGINE_LATER_DEFAULTS = {k: v for k, v in dataclasses.asdict(EngineConfig(kind="x")).items()
+                          if k in _ENGINE_LATER}
+
+
 def engine_settings_hash(sc: SweepConfig) -> str:
     """Engine settings that change the server: its flags, environment, threads. Not the URL,
     the key's variable, timeouts, the declared version, nor the image or interpreter: a new
     image or build is exactly what a gate compares, so it must not make points incomparable."""
     e = dataclasses.asdict(sc.engine)
+    # Fields added later (CPU pinning, the profiler hooks, the catalog's offload, helpers, setup,
+    # attach deployment): left out at their defaults so points made before them keep their ids
+    # and baselines stay comparable; set, they change what the server is.
+    for k, v in _ENGINE_LATER_DEFAULTS.items():
+        if e.get(k) == v:
+            del e[k]
     for k in ("url", "api_key_env", "startup_timeout_s", "version", "image", "python", "host",
               "family"):
         e.pop(k, None)
@@ -35,7 +47,8 @@ def engine_settings_hash(sc: SweepConfig) -> str:
 # replay changed.
 _SCENARIO_LATER = ("dataset", "warmup_requests_per_lane", "start_min_ratio", "start_max_ratio",
                    "join_rule", "pacing", "split_chains", "primer_start", "measured_window",
-                   "cache_bust")
+                   "cache_bust", "start_seed", "recycle", "subagent_start", "request_style",
+                   "session_affinity")
 # Open-loop settings (docs/slo.md), left out at their defaults on every kind; the rate list is
 # the axis (each point's own rate is in its identity), never part of the settings hash.
 _SCENARIO_OPEN_LOOP = ("arrival", "burstiness", "max_inflight", "num_requests")

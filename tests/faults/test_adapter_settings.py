@@ -102,7 +102,7 @@ AUDIT: dict[str, dict[str, str]] = {
              "threads": R, "cpu_affinity": R, "url": R, "api_key_env": R, "family": R,
              "python": A, "argv_template": A, "host": R, "extra_options": R},
     "endpoint": {"kind": A, "version": A, "image": R, "container_runtime": R,
-                 "speculators": A, "can_inject_acceptance": R, "extra_args": R, "env": R,
+                 "speculators": A, "can_inject_acceptance": A, "extra_args": R, "env": R,
                  "startup_timeout_s": A, "threads": R, "cpu_affinity": R, "url": A,
                  "api_key_env": A, "family": A, "python": R, "argv_template": R, "host": R,
                  "extra_options": R},
@@ -261,10 +261,11 @@ def test_can_inject_acceptance_decides_whether_a_point_may_inject(kind: str) -> 
     assert acceptance.resolve(sc, True, "x").mode == "injected"
 
 
-def test_endpoint_refuses_can_inject_acceptance() -> None:
-    with pytest.raises(ConfigError) as ei:
-        make_adapter(_with("endpoint", can_inject_acceptance=True))
-    assert ei.value.key == "engine.can_inject_acceptance"
+def test_endpoint_takes_can_inject_acceptance_as_the_servers_own_knob() -> None:
+    """Attached, the server was started with its injection knob set; the harness verifies the
+    AL it realises (the InferenceX attach path), so the setting is applied, not refused."""
+    assert make_adapter(_with("endpoint", can_inject_acceptance=True)).sc.engine \
+        .can_inject_acceptance
 
 
 class _Stop(Exception):

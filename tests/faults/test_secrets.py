@@ -124,7 +124,8 @@ def test_client_error_text_never_holds_the_key(monkeypatch, pad: int) -> None:
 
 def _attached(url: str, monkeypatch: pytest.MonkeyPatch) -> EngineSession:
     monkeypatch.setenv(ENV, KEY)
-    engine = SimpleNamespace(api_key_env=ENV, startup_timeout_s=5.0)
+    engine = SimpleNamespace(api_key_env=ENV, startup_timeout_s=5.0, metrics_url=None,
+                             version=None)
     adapter = SimpleNamespace(launches=False, base_url=url, sc=SimpleNamespace(engine=engine),
                               version=lambda info: "test")
     return EngineSession(adapter, None, "t", 1)  # type: ignore[arg-type]
