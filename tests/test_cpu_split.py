@@ -30,8 +30,9 @@ def test_engine_and_client_cores_are_disjoint() -> None:
     assert client_cores([0], [0]) is None
 
 
-def test_llamacpp_default_is_every_core_but_the_clients() -> None:
-    sc = compose_sweep(["concurrency=[1]"])
+def test_threads_minus_one_is_every_core_but_the_clients() -> None:
+    assert compose_sweep(["concurrency=[1]"]).engine.threads is None  # the default: unpinned
+    sc = compose_sweep(["concurrency=[1]", "engine.threads=-1"])
     assert sc.engine.threads == -1 and sc.engine.cpu_affinity
     plan = make_adapter(sc).launch_plan(port=8080, max_concurrency=1)
     cores = sorted(os.sched_getaffinity(0))
@@ -44,7 +45,7 @@ def test_threads_null_is_unpinned() -> None:
     sc = compose_sweep(["concurrency=[1]", "engine.threads=null"])
     plan = make_adapter(sc).launch_plan(port=8080, max_concurrency=1)
     assert plan.cpus is None and '"threads"' not in plan.argv[-1]
-    sc = compose_sweep(["concurrency=[1]", "engine.cpu_affinity=false"])
+    sc = compose_sweep(["concurrency=[1]", "engine.threads=-1", "engine.cpu_affinity=false"])
     assert make_adapter(sc).launch_plan(port=8080, max_concurrency=1).cpus is None
 
 

@@ -165,7 +165,8 @@ def _applied(kind: str, name: str, value: Any, sc: SweepConfig, r: dict[str, Any
     elif name == "threads":
         assert len(env["VLLM_CPU_OMP_THREADS_BIND"].split(",")) == 1
     elif name == "cpu_affinity":  # false: not pinned, where the default pins the engine
-        assert r["plan"].cpus is None and _render(_base(kind))["plan"].cpus
+        pinned = _render(_with(kind, threads=-1))["plan"].cpus
+        assert pinned and _render(_with(kind, threads=-1, cpu_affinity=False))["plan"].cpus is None
     elif name == "python":
         assert argv[0] == value
     elif name == "argv_template":
