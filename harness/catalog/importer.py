@@ -151,15 +151,6 @@ def load_captured(out_dir: Path, masters: list[MasterKey], commit: str) -> dict[
     return out
 
 
-def recipe_writer() -> Callable[..., dict] | None:
-    """The catalogschema helper's catalog_to_recipe, when present on this tree."""
-    try:
-        from harness.catalog.recipe_writer import catalog_to_recipe  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return catalog_to_recipe
-
-
 def import_checkout(checkout: Path, out_dir: Path, keys: list[str] | None = None,
                     bound_s: float = DEFAULT_BOUND_S, workers: int = 2,
                     progress: Callable[[str], None] = print,
@@ -196,22 +187,19 @@ def import_checkout(checkout: Path, out_dir: Path, keys: list[str] | None = None
 
 
 def write_recipes(results: list[KeyResult], commit: str, out_dir: Path
-                  ) -> tuple[int, list[str]] | None:
+                  ) -> tuple[int, list[str]]:
     """One recipe YAML per single-node key through the recipe writer (multi-node keys are
     attach recipes, written by harness/catalog/multinode.py under <out>/multinode/); returns
-    (written, [key: why not] for keys without a recipe), None when the writer is absent."""
-    from harness.catalog.recipe_writer import CatalogError
+    (written, [key: why not] for keys without a recipe)."""
+    from harness.catalog.recipe_writer import CatalogError, catalog_to_recipe
     from harness.catalog.recipe_yaml import dump_recipe
 
-    to_recipe = recipe_writer()
-    if to_recipe is None:
-        return None
     n, missing = 0, []
     for res in results:
         if res.mk.kind == "multinode":
             continue
         try:
-            recipe = to_recipe(res.launches, res.mk.entry, res.mk.key, commit)
+            recipe = catalog_to_recipe(res.launches, res.mk.entry, res.mk.key, commit)
         except CatalogError as e:
             missing.append(f"{res.mk.key}: {e}")
             continue

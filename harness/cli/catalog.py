@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.config.locations import repo_root
@@ -35,15 +36,10 @@ def _import(a: argparse.Namespace) -> int:
         return 2
     for note in state.notes():
         print(f"note: {note}")
-    written = write_recipes(results, state.commit, out)
-    if written is None:
-        print("recipes not written: harness/catalog/recipe_writer.py (catalog_to_recipe) is not "
-              "on this tree; the captures are in " + str(out / "captured"))
-    else:
-        n, missing = written
-        print(f"{n} recipes written to {out}")
-        for why in missing:  # nothing dropped silently: each key without a recipe, and why
-            print(f"no recipe: {why}")
+    n, missing = write_recipes(results, state.commit, out)
+    print(f"{n} recipes written to {out}")
+    for why in missing:  # nothing dropped silently: each key without a recipe, and why
+        print(f"no recipe: {why}")
     report = a.report if a.report is not None else out / "captured" / "IMPORT_REPORT.md"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(render(state, results, str(a.dir)))
@@ -51,34 +47,26 @@ def _import(a: argparse.Namespace) -> int:
     return 0
 
 
-def _show(a: argparse.Namespace) -> int:
+def _print_or_fail(name: str, render: Callable[[], str]) -> int:
+    """Print what a catalog subcommand renders; a bad key or directory is one line, exit 2."""
     try:
-        from harness.catalog.show import show  # type: ignore[import-not-found]
-    except ImportError:
-        print("harness catalog show: harness/catalog/show.py is not on this tree yet",
-              file=sys.stderr)
-        return 2
-    try:
-        print(show(a.key, a.json))
+        print(render())
     except (KeyError, ValueError, FileNotFoundError) as e:
-        print(f"harness catalog show: {e}", file=sys.stderr)
+        print(f"harness catalog {name}: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def _show(a: argparse.Namespace) -> int:
+    from harness.catalog.show import show
+
+    return _print_or_fail("show", lambda: show(a.key, a.json))
 
 
 def _diff(a: argparse.Namespace) -> int:
-    try:
-        from harness.catalog.diff import diff  # type: ignore[import-not-found]
-    except ImportError:
-        print("harness catalog diff: harness/catalog/diff.py is not on this tree yet",
-              file=sys.stderr)
-        return 2
-    try:
-        print(diff(a.old, a.new))
-    except (KeyError, ValueError, FileNotFoundError) as e:
-        print(f"harness catalog diff: {e}", file=sys.stderr)
-        return 2
-    return 0
+    from harness.catalog.diff import diff
+
+    return _print_or_fail("diff", lambda: diff(a.old, a.new))
 
 
 def catalog_command(argv: list[str]) -> int:

@@ -70,7 +70,8 @@ def _check_run_location(argv: list[str]) -> None:
     """run_id and results_dir from the command line, checked before Hydra starts: Hydra makes
     its output directory `results_dir/run_id/hydra` before our app runs, so a bad run_id
     (`../x`, `latest`) would already have written outside results/."""
-    from harness.config.validate import PRIMARY_CONFIG, check_run_location
+    from harness.config.run_id import check_run_location
+    from harness.config.validate import PRIMARY_CONFIG
 
     run_arg, dir_arg = _override(argv, "run_id"), _override(argv, "results_dir")
     results_dir = dir_arg.partition("=")[2] if dir_arg else "results"

@@ -11,6 +11,9 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from harness.config.schema_catalog import HelperProcess, KvOffloadConfig, PoolConfig, SetupStep
+from harness.config.schema_stages import EvalConfig, LosslessConfig, SearchConfig, SloConfig
+
 
 @dataclass
 class GgufWeights:
@@ -60,60 +63,6 @@ class ChipConfig:
     cost_per_gpu_hr: PriceTiers = field(default_factory=PriceTiers)
     gpus_per_node: int = 8
     source: str = ""
-
-
-@dataclass
-class KvOffloadConfig:
-    """KV cache offloaded past GPU memory (InferenceX `kv-offloading` / `kv-offload-backend`
-    / `dram-utilization`, configs/*-master.yaml@843c6254). The adapter renders the backend's
-    flags as upstream's agentic scripts spell them (harness/engines/kv_offload.py)."""
-
-    # none | vllm-simple | lmcache | mooncake | hicache | native (TensorRT-LLM host cache)
-    backend: str = "none"
-    version: str | None = None  # the backend's package version upstream pins, if any
-    dram_gb_per_rank: float = 0.0  # host DRAM each GPU rank may fill (upstream: total / GPUs)
-    config: dict[str, Any] = field(default_factory=dict)  # merged over the backend's config
-
-
-@dataclass
-class HelperProcess:
-    """A process started with the engine (a router in front of it, a KV store daemon), from
-    an argv list: placeholders {port} (the job's port), {port+N}, {host}, {tp}, {dp},
-    {launch_dir}. Started after the engine is ready (a router) or before it (a daemon)."""
-
-    name: str = MISSING  # e.g. vllm-router, sglang-router, mooncake_master
-    role: str = "router"  # router (after the engine, in front of it) | daemon (before it)
-    argv: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    port_offset: int = 0  # it listens on the job's port + this (a router in front: 0)
-    health_path: str | None = None  # GET answered 200 when ready; None: the port accepting
-    fronts: bool = False  # the client's traffic goes through it (the engine then sits behind)
-
-
-@dataclass
-class SetupStep:
-    """A job-time step run inside the image before the server (InferenceX scripts' `pip
-    install`, `sed -i` patches, patch scripts), as an argv list, never a shell string."""
-
-    kind: str = "command"  # install | patch | command (what it is for; all run the same way)
-    argv: list[str] = field(default_factory=list)
-    description: str = ""
-
-
-@dataclass
-class PoolConfig:
-    """One disaggregated pool of a multi-node key (InferenceX `prefill:` / `decode:`)."""
-
-    workers: int = 1
-    tp: int = 1
-    ep: int = 1
-    dp_attention: bool = False
-    pp: int = 1
-    dcp: int = 1
-    pcp: int = 1
-
-    def gpus(self) -> int:
-        return self.workers * self.tp * self.pp * self.pcp
 
 
 @dataclass
@@ -379,64 +328,6 @@ class TelemetryConfig:
     # Device indices whose power counts (empty: every device the tool reports, as upstream);
     # for a point that occupies some of a host's GPUs.
     devices: list[int] = field(default_factory=list)
-
-
-@dataclass
-class SloConfig:
-    """Per-request service-level objectives (vLLM's --goodput): a request is good when it meets
-    every one that is set. None: not an objective."""
-
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    e2el_ms: float | None = None
-
-
-@dataclass
-class SearchConfig:
-    """How the load levels are chosen (docs/slo.md): grid = every listed level; slo = the
-    highest load whose points meet `criteria`, found by doubling then bisecting."""
-
-    mode: str = "grid"  # grid | slo
-    # statistic -> bound: p99_ttft_ms, p90_tpot_ms, median_e2el_ms (at most), goodput_share,
-    # p50_intvty (at least). Every one must hold for a load to pass.
-    criteria: dict[str, float] = field(default_factory=dict)
-    lo: float = 1  # the search range of concurrency (or rate, open loop)
-    hi: float = 64
-    resolution: float = 1  # stop bisecting when failing - passing load <= this
-    confirm: int = 1  # extra repeats of the highest passing and lowest failing load
-
-
-@dataclass
-class EvalConfig:
-    """Accuracy evals run after a job's points against the same server (harness.evals;
-    docs/evals.md). InferenceX's settings (benchmarks/benchmark_lib.sh run_lm_eval) where
-    a value is null."""
-
-    tasks: list[str] = field(default_factory=list)  # gsm8k | gpqa_diamond | swebench_lite
-    data_dir: str | None = None  # local copy (relative to the repo); null: the Hub
-    limit: int | None = None  # the first N documents (EVAL_LIMIT); null: the whole split
-    num_fewshot: int | None = None  # null: the task's (GSM8K 5, GPQA 0)
-    concurrency: int | None = None  # null: the job's highest concurrency (upstream: CONC)
-    max_length: int = 16384  # EVAL_MAX_MODEL_LEN's default, capped at the model's context
-    max_gen_toks: int | None = None  # null: max_length - 4096, or half of it (upstream)
-    timeout_s: float = 1800.0  # per request (upstream's timeout=1800)
-    system_instruction: str | None = None  # none upstream
-
-
-@dataclass
-class LosslessConfig:
-    """The lossless-speculation check on every speculative job (harness.evals.lossless):
-    the same prompts with and without the speculator on the same engine build."""
-
-    # auto: every speculative job at real acceptance on an engine it launches | on: injected
-    # jobs too (a launch with real verification) | off
-    mode: str = "auto"
-    prompts: int = 8  # GSM8K questions from the shipped slice, chat template
-    max_tokens: int = 48  # tokens generated per prompt
-    temperatures: list[float] = field(default_factory=lambda: [0.0])
-    samples: int = 24  # continuations per prompt and side above temperature 0
-    positions: int = 8  # above 0: a two-sample test per position over the first N tokens
-    alpha: float = 0.01  # above 0: family-wise significance (Bonferroni over the tests)
 
 
 @dataclass

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -16,6 +14,7 @@ from omegaconf.errors import ConfigKeyError, ValidationError
 
 from harness.config.errors import ConfigError, did_you_mean
 from harness.config.kinds import ENGINE_KINDS, SAMPLE_METHODS, SAMPLING_ENGINES, WORKLOAD_KINDS
+from harness.config.run_id import check_run_location
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 from harness.config.validate_scenario import check_dataset, check_fixed
 from harness.config.validate_slo import check_slo_settings
@@ -141,41 +140,6 @@ def gpus_of(sc: SweepConfig) -> int:
     if t.prefill_gpus > 0:  # a pool of workers only (InferenceX rows with decode num-worker 0)
         return t.prefill_gpus
     return t.tp * t.pp * t.pcp
-
-
-def results_dir_problem(results_dir: str, run_id: str = "") -> str | None:
-    """Why results_dir (and the run directory in it) cannot be written, or None. No side
-    effects: nothing is created before the whole config is known good."""
-    target = Path(results_dir or ".")
-    run = target / run_id if run_id else None
-    if run is not None and (run.exists() or run.is_symlink()) and not run.is_dir():
-        return f"{run} exists and is not a directory"
-    probe = target
-    while not probe.exists():  # the nearest existing ancestor is where mkdir will write
-        if probe.is_symlink():
-            return f"{probe} is a dangling symlink"
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"{probe} is a file, not a directory"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{probe} is not writable (read-only file system or permissions)"
-    return None
-
-
-def check_run_location(results_dir: str, run_id: str, where: Locator) -> None:
-    """run_id names one directory inside results_dir, and results_dir must be writable."""
-    from harness.config.run_id import run_id_problem
-
-    problem = run_id_problem(run_id)
-    if problem:
-        raise ConfigError(where("run_id"), "run_id", problem,
-                          "give a plain name, e.g. run_id=20261201-093000 (it names "
-                          f"{results_dir}/<run_id>/), or leave run_id out for a timestamp")
-    problem = results_dir_problem(results_dir, run_id)
-    if problem:
-        raise ConfigError(where("results_dir"), "results_dir", problem,
-                          "point results_dir at a writable directory (e.g. results_dir=results)"
-                          " or free/remount the one given")
 
 
 def _dotted(sc: SweepConfig, key: str) -> Any:

@@ -1,0 +1,64 @@
+"""Schemas of a sweep's stages beside measuring points: the SLO, the SLO search, accuracy evals
+and the lossless check (docs/slo.md, docs/evals.md). Re-exported by harness.config.schema."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SloConfig:
+    """Per-request service-level objectives (vLLM's --goodput): a request is good when it meets
+    every one that is set. None: not an objective."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+
+@dataclass
+class SearchConfig:
+    """How the load levels are chosen (docs/slo.md): grid = every listed level; slo = the
+    highest load whose points meet `criteria`, found by doubling then bisecting."""
+
+    mode: str = "grid"  # grid | slo
+    # statistic -> bound: p99_ttft_ms, p90_tpot_ms, median_e2el_ms (at most), goodput_share,
+    # p50_intvty (at least). Every one must hold for a load to pass.
+    criteria: dict[str, float] = field(default_factory=dict)
+    lo: float = 1  # the search range of concurrency (or rate, open loop)
+    hi: float = 64
+    resolution: float = 1  # stop bisecting when failing - passing load <= this
+    confirm: int = 1  # extra repeats of the highest passing and lowest failing load
+
+
+@dataclass
+class EvalConfig:
+    """Accuracy evals run after a job's points against the same server (harness.evals;
+    docs/evals.md). InferenceX's settings (benchmarks/benchmark_lib.sh run_lm_eval) where
+    a value is null."""
+
+    tasks: list[str] = field(default_factory=list)  # gsm8k | gpqa_diamond | swebench_lite
+    data_dir: str | None = None  # local copy (relative to the repo); null: the Hub
+    limit: int | None = None  # the first N documents (EVAL_LIMIT); null: the whole split
+    num_fewshot: int | None = None  # null: the task's (GSM8K 5, GPQA 0)
+    concurrency: int | None = None  # null: the job's highest concurrency (upstream: CONC)
+    max_length: int = 16384  # EVAL_MAX_MODEL_LEN's default, capped at the model's context
+    max_gen_toks: int | None = None  # null: max_length - 4096, or half of it (upstream)
+    timeout_s: float = 1800.0  # per request (upstream's timeout=1800)
+    system_instruction: str | None = None  # none upstream
+
+
+@dataclass
+class LosslessConfig:
+    """The lossless-speculation check on every speculative job (harness.evals.lossless):
+    the same prompts with and without the speculator on the same engine build."""
+
+    # auto: every speculative job at real acceptance on an engine it launches | on: injected
+    # jobs too (a launch with real verification) | off
+    mode: str = "auto"
+    prompts: int = 8  # GSM8K questions from the shipped slice, chat template
+    max_tokens: int = 48  # tokens generated per prompt
+    temperatures: list[float] = field(default_factory=lambda: [0.0])
+    samples: int = 24  # continuations per prompt and side above temperature 0
+    positions: int = 8  # above 0: a two-sample test per position over the first N tokens
+    alpha: float = 0.01  # above 0: family-wise significance (Bonferroni over the tests)
