@@ -11,6 +11,8 @@ import pytest
 
 from harness.engines.process import get_text
 from harness.record.results import read_points
+from harness.spec.acceptance import synthetic_rates
+from harness.spec.verify import count_moments
 from harness.testing.self_gate import tokenizer_file
 from harness.testing.spawn import spawn_server
 from tests.helpers import harness
@@ -31,7 +33,8 @@ def _through_router(tmp_path, engine: str, al: float = 2.5) -> tuple[dict, str]:
     with spawn_server("harness.testing.engine_emulator", *args) as eport, \
             spawn_server("harness.testing.router_emulator", "--worker-urls",
                          f"http://127.0.0.1:{eport}", "--intra-node-data-parallel-size", "2",
-                         "--flavor", "sglang" if engine == "sglang" else "vllm") as rport:
+                         "--flavor", "sglang" if engine == "sglang" else "vllm",
+                         *(["--dp-aware"] if engine == "sglang" else [])) as rport:
         r = harness("sweep", "engine=endpoint", f"engine.url=http://127.0.0.1:{rport}",
                     f"engine.metrics_url=http://127.0.0.1:{eport}",
                     f"engine.family={engine}", "engine.can_inject_acceptance=true",
@@ -51,7 +54,8 @@ def _verified(p: dict, al: float, tolerance: float = 0.05) -> None:
     SGLang (which counts only the tokens a request's finishing step kept) what
     harness.spec.truncation expects of AgentX's short replies - clearly below the injected AL
     here (median 5 output tokens), which is why comparing with 2.5 failed honest points. The
-    sampled gauge of a 15 s point is a few 40-step intervals: its tolerance is statistical."""
+    sampled gauge of a 15 s point is a few 40-step intervals, and a loaded host gets ~30 drafts
+    into a 4 s point: the tolerance is the larger of `tolerance` and 4 standard errors."""
     assert p["scenario_kind"] == "agentic"
     assert p["spec_realised_al"] is not None
     rule = next(r for r in p["validity"] if r["name"] == "acceptance_realised")
@@ -59,7 +63,8 @@ def _verified(p: dict, al: float, tolerance: float = 0.05) -> None:
     target = p.get("spec_expected_al") or al
     if p["spec_al_source"] == "gauge-sampled":
         assert target < al - 0.05, p  # the cut at a request's end matters on these replies
-        tolerance = 4 * 0.5 / p["spec_independent_draws"] ** 0.5  # 4 SE of match-expected
+    sd = count_moments(synthetic_rates(al, 3))[1] ** 0.5
+    tolerance = max(tolerance, 4 * sd / p["spec_independent_draws"] ** 0.5 / target)
     assert abs(p["spec_realised_al"] / target - 1) <= tolerance, (p["spec_realised_al"], target)
 
 

@@ -19,6 +19,7 @@ from harness.engines.counters import (
     independent_draws,
     realised_acceptance,
 )
+from harness.engines.process import get_text
 from harness.spec.acceptance import synthetic_rates
 from harness.spec.truncation import truncated_al
 from harness.spec.verify import verify
@@ -236,3 +237,44 @@ def test_sglang_host_tier_hits_are_told_apart_from_device_hits() -> None:
     assert f.get("server_hit_rate_device", 0.0) == 0.0
     assert f["server_hit_rate_host"] == pytest.approx(8 * 0.8 / 10, abs=0.03), f
     assert f["server_host_kv_usage_max"] > 0
+
+
+def _post(url: str, body: dict, headers: dict[str, str] | None = None) -> int:
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url + "/v1/completions", orjson.dumps(body),
+                                 {"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_sgl_router_dp_aware_pins_a_routing_key_to_one_rank_in_the_body() -> None:
+    """sgl-router --dp-aware hashes X-SMG-Routing-Key (not x-correlation-id, which only names
+    the request) and writes the rank into the body as data_parallel_rank; the engine runs the
+    request on that rank. Without a key the router picks a rank at random."""
+    body = {"model": "emulated", "prompt": "hello there", "max_tokens": 2}
+    with spawn_server("harness.testing.engine_emulator", "--engine", "vllm", "--dp", "2",
+                      "--step-ms", "0") as eport, \
+            spawn_server("harness.testing.router_emulator", "--worker-urls",
+                         f"http://127.0.0.1:{eport}", "--flavor", "sglang", "--dp-aware",
+                         "--intra-node-data-parallel-size", "2") as rport:
+        engine, router = f"http://127.0.0.1:{eport}", f"http://127.0.0.1:{rport}"
+
+        def prompts() -> dict[str, float]:
+            sample = prometheus.parse(get_text(engine + "/metrics") or "")
+            return {r: sample.get(f'vllm:prompt_tokens_total{{engine="{r}",model_name='
+                                  f'"emulated"}}', 0.0) for r in ("0", "1")}
+
+        for _ in range(6):
+            assert _post(router, body, {"X-SMG-Routing-Key": "session-a",
+                                        "x-correlation-id": "ignored"}) == 200
+        pinned = prompts()
+        assert sorted(v > 0 for v in pinned.values()) == [False, True], pinned
+        for i in range(24):
+            assert _post(router, body, {"x-correlation-id": f"c{i}"}) == 200
+        assert all(v > pinned[r] for r, v in prompts().items())  # random: both ranks
+        assert _post(engine, {**body, "data_parallel_rank": 2}) == 400  # out of range
