@@ -12,6 +12,7 @@ from pathlib import Path
 RECORDER = Path(__file__).with_name("recorder.py")
 FAST = Path(__file__).with_name("fast.sh")
 SED = Path(__file__).with_name("sed.sh")
+BASH = Path(__file__).with_name("bash.sh")
 
 # Commands whose real program must never run during a capture: engines, clients, installers,
 # downloads, GPU tools, schedulers, containers, routers and daemons.
@@ -52,7 +53,7 @@ def build_path_dir(bindir: Path, vendor: str) -> Path:
     rec = bindir / "_recorder"
     rec.write_text("#!/usr/bin/python3 -S\n" + RECORDER.read_text())
     rec.chmod(0o755)
-    for src, name in ((FAST, "_fast"), (SED, "sed")):
+    for src, name in ((FAST, "_fast"), (SED, "sed"), (BASH, "bash")):
         (bindir / name).write_text(src.read_text())
         (bindir / name).chmod(0o755)
     other = ("amd-smi", "rocm-smi") if vendor == "nvidia" else ("nvidia-smi",)
