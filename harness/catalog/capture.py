@@ -32,7 +32,7 @@ def sh_role(name: str, argv: list[str]) -> str:
     """The role of a call the sh recorder wrote (fast.sh records, Python decides)."""
     if name in INSTALLERS:
         return "install"
-    if name in ("patch", "bash"):  # bash: only `bash <patch script>` is recorded (bash.sh)
+    if name == "patch":
         return "patch"
     if name in PROBES or (name == "curl" and any(h in a for a in argv for h in LOCAL)):
         return "probe"

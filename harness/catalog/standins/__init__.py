@@ -12,7 +12,6 @@ from pathlib import Path
 RECORDER = Path(__file__).with_name("recorder.py")
 FAST = Path(__file__).with_name("fast.sh")
 SED = Path(__file__).with_name("sed.sh")
-BASH = Path(__file__).with_name("bash.sh")
 
 # Commands whose real program must never run during a capture: engines, clients, installers,
 # downloads, GPU tools, schedulers, containers, routers and daemons.
@@ -22,6 +21,10 @@ STANDINS: tuple[str, ...] = (
     "trtllm-serve", "mpirun", "torchrun", "aiperf", "uv", "git", "srun", "docker", "podman",
     "vllm-router", "sglang-router", "mooncake_master", "lmcache_server", "lmcache",
     "nats-server", "etcd",
+    # the real bash, except `bash <patch script>` (recorder.py bash): Python execs it with the
+    # environment as it came (a shell would reorder it, and dash drops the exported
+    # BASH_FUNC_command_not_found_handle%%, not a valid sh name)
+    "bash",
 )
 FAST_STANDINS: tuple[str, ...] = (
     "hf", "huggingface-cli", "pip", "pip3", "apt-get", "apt", "conda", "curl", "wget", "sleep",
@@ -53,7 +56,7 @@ def build_path_dir(bindir: Path, vendor: str) -> Path:
     rec = bindir / "_recorder"
     rec.write_text("#!/usr/bin/python3 -S\n" + RECORDER.read_text())
     rec.chmod(0o755)
-    for src, name in ((FAST, "_fast"), (SED, "sed"), (BASH, "bash")):
+    for src, name in ((FAST, "_fast"), (SED, "sed")):
         (bindir / name).write_text(src.read_text())
         (bindir / name).chmod(0o755)
     other = ("amd-smi", "rocm-smi") if vendor == "nvidia" else ("nvidia-smi",)

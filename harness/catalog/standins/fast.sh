@@ -6,7 +6,6 @@ n=${0##*/}
 case "$n" in
   sleep) exit 0 ;;
   _unknown) n=$1; shift; u=-unk ;;
-  _fast) n=$1; shift ;;  # called by its own name with the command's: bash.sh's patch scripts
 esac
 f="$CAPTURE_RECORD_DIR/$(date +%s%N)-$$-sh$u"
 printf '%s\0' "$n" "$@" > "$f.argv"
