@@ -114,7 +114,12 @@ def test_background_server_health_loop_install_and_patch(imported) -> None:
         {"kind": "command", "argv": ["hf", "download", "toy-org/Toy-8B"]},
         {"kind": "install", "argv": ["pip", "install", "--no-deps", "toy-kernels==1.0"]},
         {"kind": "patch", "argv": ["sed", "-i", "s/slow_path/fast_path/",
-                                   "/usr/lib/python3/dist-packages/sglang/srt/toy.py"]}]
+                                   "/usr/lib/python3/dist-packages/sglang/srt/toy.py"]},
+        # a patch script: one step, its path in the container's checkout, not run
+        {"kind": "patch", "argv": ["bash", "/workspace/benchmarks/single_node/fixed_seq_len/"
+                                   "apply_toy_patches.sh"]},
+        # an ordinary sub-script ran (its output was checked), its unknown command recorded
+        {"kind": "command", "argv": ["toy-unknown-tool", "--probe"], "unknown": True}]
     assert c4["client"] == {"tool": "benchmark_serving", "env": {"SGLANG_TOY_FLAG": "1"}, "argv": [
         "python3", BS, "--model", "toy-org/Toy-8B", "--base-url", "http://0.0.0.0:8888",
         "--dataset-name", "random", "--random-input-len", "8192", "--random-output-len", "1024",

@@ -203,3 +203,24 @@ def test_show_prints_every_launch_and_its_json_is_stable() -> None:
     assert {ln["deployment"] for ln in mn["launches"]} and all(
         ln["gpus"] == ln["topology"]["prefill_gpus"] + ln["topology"]["decode_gpus"]
         for ln in mn["launches"])
+
+
+def test_show_says_where_each_workspace_file_comes_from() -> None:
+    """/workspace is upstream's checkout inside its container: a chat template or patch script
+    there is the checkout's file at the recipe's commit (the `..` resolved); results/, the GPU
+    monitor's csv and files the recipe writes are the job's outputs."""
+    from harness.catalog.show import workspace_files
+
+    launch = {"argv": ["sglang", "--chat-template",
+                       "/workspace/benchmarks/x/../chat_templates/t.jinja",
+                       "--cfg", "/workspace/results/m.json"],
+              "env": {"GPU_METRICS_CSV": "/workspace/gpu_metrics.csv"},
+              "files": {}, "helpers": [],
+              "setup": [{"kind": "patch", "argv": ["bash", "/workspace/benchmarks/p.sh"]}]}
+    got = {f["path"]: (f["kind"], f["source"]) for f in workspace_files([launch], "o/r@abc")}
+    assert got == {
+        "/workspace/benchmarks/x/../chat_templates/t.jinja":
+            ("checkout", "o/r@abc:benchmarks/chat_templates/t.jinja"),
+        "/workspace/benchmarks/p.sh": ("checkout", "o/r@abc:benchmarks/p.sh"),
+        "/workspace/results/m.json": ("output", "written by the job"),
+        "/workspace/gpu_metrics.csv": ("output", "written by the job")}

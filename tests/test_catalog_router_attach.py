@@ -11,6 +11,8 @@ import pytest
 
 from harness.engines.process import get_text
 from harness.record.results import read_points
+from harness.spec.acceptance import synthetic_rates
+from harness.spec.verify import count_moments
 from harness.testing.self_gate import tokenizer_file
 from harness.testing.spawn import spawn_server
 from tests.helpers import harness
@@ -31,7 +33,8 @@ def _through_router(tmp_path, engine: str, al: float = 2.5) -> tuple[dict, str]:
     with spawn_server("harness.testing.engine_emulator", *args) as eport, \
             spawn_server("harness.testing.router_emulator", "--worker-urls",
                          f"http://127.0.0.1:{eport}", "--intra-node-data-parallel-size", "2",
-                         "--flavor", "sglang" if engine == "sglang" else "vllm") as rport:
+                         "--flavor", "sglang" if engine == "sglang" else "vllm",
+                         *(["--dp-aware"] if engine == "sglang" else [])) as rport:
         r = harness("sweep", "engine=endpoint", f"engine.url=http://127.0.0.1:{rport}",
                     f"engine.metrics_url=http://127.0.0.1:{eport}",
                     f"engine.family={engine}", "engine.can_inject_acceptance=true",
@@ -47,11 +50,22 @@ def _through_router(tmp_path, engine: str, al: float = 2.5) -> tuple[dict, str]:
 
 
 def _verified(p: dict, al: float, tolerance: float = 0.05) -> None:
+    """Verified, and near what the engine's metric should read: the injected AL, or for
+    SGLang (which counts only the tokens a request's finishing step kept) what
+    harness.spec.truncation expects of AgentX's short replies - clearly below the injected AL
+    here (median 5 output tokens), which is why comparing with 2.5 failed honest points. The
+    sampled gauge of a 15 s point is a few 40-step intervals, and a loaded host gets ~30 drafts
+    into a 4 s point: the tolerance is the larger of `tolerance` and 4 standard errors."""
     assert p["scenario_kind"] == "agentic"
     assert p["spec_realised_al"] is not None
-    assert abs(p["spec_realised_al"] / al - 1) <= tolerance, p["spec_realised_al"]
     rule = next(r for r in p["validity"] if r["name"] == "acceptance_realised")
     assert rule["ok"], rule
+    target = p.get("spec_expected_al") or al
+    if p["spec_al_source"] == "gauge-sampled":
+        assert target < al - 0.05, p  # the cut at a request's end matters on these replies
+    sd = count_moments(synthetic_rates(al, 3))[1] ** 0.5
+    tolerance = max(tolerance, 4 * sd / p["spec_independent_draws"] ** 0.5 / target)
+    assert abs(p["spec_realised_al"] / target - 1) <= tolerance, (p["spec_realised_al"], target)
 
 
 def test_agentic_attach_through_a_router_verifies_injected_al(tmp_path) -> None:
@@ -61,13 +75,11 @@ def test_agentic_attach_through_a_router_verifies_injected_al(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("engine", [
-    # Open bug, found at the end of the wave: through the router, SGLang's AL gauge averages to
-    # 2.258 against an injected 2.5, the same value on every run (so not noise) and outside the
-    # harness's own interval, which fails the point. Direct attach (tests/test_emulator_attach.py)
-    # verifies; the router's DP-rank pinning by session header (issue 27) is the suspect.
-    pytest.param("sglang", marks=pytest.mark.xfail(reason="SGLang AL gauge through the router "
-                                                   "reads 2.258 for 2.5 (open bug)", strict=True)),
-    "trtllm", "atom"])
+    # SGLang read 2.15-2.33 for an injected 2.5 here and failed its point: not the router (the
+    # same point without it read the same) but AgentX's short replies, whose last verify step
+    # SGLang cuts at the request's end before counting it; the harness now judges the AL
+    # against what such a metric reads (harness/spec/truncation.py).
+    "sglang", "trtllm", "atom"])
 def test_agentic_attach_through_a_router_on_every_engine(tmp_path, engine: str) -> None:
     p, _ = _through_router(tmp_path, engine)
     _verified(p, 2.5)

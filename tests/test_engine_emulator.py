@@ -19,6 +19,9 @@ from harness.engines.counters import (
     independent_draws,
     realised_acceptance,
 )
+from harness.engines.process import get_text
+from harness.spec.acceptance import synthetic_rates
+from harness.spec.truncation import truncated_al
 from harness.spec.verify import verify
 from harness.testing.spawn import spawn_server
 
@@ -47,7 +50,8 @@ async def _stream(session: aiohttp.ClientSession, url: str, max_tokens: int) -> 
     return int(usage["completion_tokens"])
 
 
-async def _point(url: str, path: str, n: int, conc: int) -> Window:
+async def _point(url: str, path: str, n: int, conc: int, max_tokens: int = MAX_TOKENS
+                 ) -> Window:
     """Warmup, a scrape, n requests at `conc` in flight with /metrics sampled throughout
     (as the runner should: the gauge covers only the last interval), a scrape."""
     async with aiohttp.ClientSession() as s:
@@ -67,7 +71,7 @@ async def _point(url: str, path: str, n: int, conc: int) -> Window:
 
         async def one() -> int:
             async with sem:
-                return await _stream(s, url, MAX_TOKENS)
+                return await _stream(s, url, max_tokens)
 
         task = asyncio.ensure_future(sampler())
         tokens = await asyncio.gather(*(one() for _ in range(n)))
@@ -76,16 +80,19 @@ async def _point(url: str, path: str, n: int, conc: int) -> Window:
         return Window(before, await scrape(), samples, sum(tokens))
 
 
-def _run(engine: str, dp: int, al: float, *extra: str) -> tuple[Window, RealisedAcceptance]:
+def _run(engine: str, dp: int, al: float, *extra: str, max_tokens: int = MAX_TOKENS,
+         n: int | None = None) -> tuple[Window, RealisedAcceptance]:
     c = ENGINE_COUNTERS[engine]
     # SGLang draws one length per batch step: small batches and more requests, so the window
     # holds enough independent draws (~3000 steps); the other engines draw per request.
     sglang = engine == "sglang"
-    n, conc = (128, 4 * dp) if sglang else (64, 8 * dp)
+    n_default, conc = (128, 4 * dp) if sglang else (64, 8 * dp)
+    n = n or n_default
     with spawn_server("harness.testing.engine_emulator", "--engine", engine, "--dp", str(dp),
                       "--al", str(al), "--k", str(K), "--step-ms", "0", *extra) as port:
-        w = asyncio.run(_point(f"http://127.0.0.1:{port}", c.metrics_path, n, conc))
-    assert w.completion_tokens == n * MAX_TOKENS
+        w = asyncio.run(_point(f"http://127.0.0.1:{port}", c.metrics_path, n, conc,
+                               max_tokens))
+    assert w.completion_tokens == n * max_tokens
     return w, realised_acceptance(c, w.before, w.after, w.samples, k=K)
 
 
@@ -128,6 +135,23 @@ def test_biased_engine_fails_verification(engine: str) -> None:
     v = verify(al, r.al, _draws(engine, r), k=K)
     assert not v.ok
     assert "below the requested 2.5" in v.reason
+
+
+@pytest.mark.parametrize("extra", [(), ("--sglang-verify-counter",)], ids=["gauge", "counter"])
+def test_sglang_reads_short_replies_low_and_is_verified_against_that(extra) -> None:
+    """SGLang counts only the tokens a request's finishing step kept, in its gauge and in its
+    generation counter alike: 5 decode tokens at AL 2.5 (2 or 3 a step) take 2.25 steps on
+    average, so the metric reads ~2.22. Judged against the requested 2.5 an honest engine
+    fails (the old behaviour, what AgentX's short replies did through the router); against
+    harness.spec.truncation's expectation it passes."""
+    _, r = _run("sglang", 2, 2.5, *extra, max_tokens=6, n=512)
+    assert r.al is not None and r.truncated_at_finish, r
+    expected = truncated_al(synthetic_rates(2.5, K), [5])
+    assert expected == pytest.approx(5 / 2.25)
+    draws = _draws("sglang", r)
+    assert not verify(2.5, r.al, draws, k=K, min_drafts=100).ok
+    v = verify(2.5, r.al, draws, k=K, min_drafts=100, expected=expected)
+    assert v.ok, (v.reason, r)
 
 
 def test_sglang_newer_verify_counter() -> None:
@@ -213,3 +237,44 @@ def test_sglang_host_tier_hits_are_told_apart_from_device_hits() -> None:
     assert f.get("server_hit_rate_device", 0.0) == 0.0
     assert f["server_hit_rate_host"] == pytest.approx(8 * 0.8 / 10, abs=0.03), f
     assert f["server_host_kv_usage_max"] > 0
+
+
+def _post(url: str, body: dict, headers: dict[str, str] | None = None) -> int:
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url + "/v1/completions", orjson.dumps(body),
+                                 {"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_sgl_router_dp_aware_pins_a_routing_key_to_one_rank_in_the_body() -> None:
+    """sgl-router --dp-aware hashes X-SMG-Routing-Key (not x-correlation-id, which only names
+    the request) and writes the rank into the body as data_parallel_rank; the engine runs the
+    request on that rank. Without a key the router picks a rank at random."""
+    body = {"model": "emulated", "prompt": "hello there", "max_tokens": 2}
+    with spawn_server("harness.testing.engine_emulator", "--engine", "vllm", "--dp", "2",
+                      "--step-ms", "0") as eport, \
+            spawn_server("harness.testing.router_emulator", "--worker-urls",
+                         f"http://127.0.0.1:{eport}", "--flavor", "sglang", "--dp-aware",
+                         "--intra-node-data-parallel-size", "2") as rport:
+        engine, router = f"http://127.0.0.1:{eport}", f"http://127.0.0.1:{rport}"
+
+        def prompts() -> dict[str, float]:
+            sample = prometheus.parse(get_text(engine + "/metrics") or "")
+            return {r: sample.get(f'vllm:prompt_tokens_total{{engine="{r}",model_name='
+                                  f'"emulated"}}', 0.0) for r in ("0", "1")}
+
+        for _ in range(6):
+            assert _post(router, body, {"X-SMG-Routing-Key": "session-a",
+                                        "x-correlation-id": "ignored"}) == 200
+        pinned = prompts()
+        assert sorted(v > 0 for v in pinned.values()) == [False, True], pinned
+        for i in range(24):
+            assert _post(router, body, {"x-correlation-id": f"c{i}"}) == 200
+        assert all(v > pinned[r] for r, v in prompts().items())  # random: both ranks
+        assert _post(engine, {**body, "data_parallel_rank": 2}) == 400  # out of range

@@ -17,6 +17,7 @@ from harness.engines.counters import (
     token_deltas,
 )
 from harness.spec.acceptance import check_injectable, synthetic_rates
+from harness.spec.truncation import expected_steps, truncated_al
 from harness.spec.verify import count_moments, verify, z_for
 
 K = 3
@@ -149,14 +150,50 @@ def test_sglang_gauge_is_averaged_per_rank_never_summed() -> None:
         return {f'sglang:spec_accept_length{{dp_rank="{i}",engine_type="unified",'
                 f'model_name="m",pp_rank="0",tp_rank="{i}"}}': v for i, v in enumerate(values)}
 
-    samples = [(0.0, scrape([2.4, 2.6])), (1.0, scrape([2.4, 2.6])),  # same interval twice
+    before = scrape([2.2, 2.6])  # intervals logged before the window (the warmup's)
+    samples = [(0.0, scrape([2.4, 2.6])), (1.0, scrape([2.4, 2.6])),  # same interval twice;
                (2.0, scrape([2.6, 2.4])), (3.0, scrape([0.0, 2.5]))]  # rank 0 idle: left out
-    r = realised_acceptance(c, samples[0][1], samples[-1][1], samples)
-    assert r.source == "gauge-sampled"
+    after = scrape([2.6, 2.6])  # rank 1 logged one more interval after the last sample
+    r = realised_acceptance(c, before, after, samples)
+    assert r.source == "gauge-sampled" and r.truncated_at_finish
     assert r.al == pytest.approx(2.5)
     assert r.per_rank == pytest.approx({"dp_rank=0,pp_rank=0,tp_rank=0": 2.5,
                                         "dp_rank=1,pp_rank=0,tp_rank=1": 2.5})
-    assert r.drafts == 5 * 40  # five distinct readings of 40-step intervals
+    assert r.drafts == 5 * 40  # five new readings of 40-step intervals (2.2, 2.6 were before)
+
+
+def test_sglang_gauge_weights_ranks_by_the_intervals_they_logged() -> None:
+    """A rank that logged four intervals did four times the steps of one that logged one:
+    the readings are pooled, not the ranks' means averaged (2.5 here, not 2.8)."""
+    c = ENGINE_COUNTERS["sglang"]
+
+    def scrape(r0: float, r1: float) -> dict[str, float]:
+        return {f'sglang:spec_accept_length{{dp_rank="{i}",engine_type="unified",'
+                f'model_name="m",pp_rank="0",tp_rank="{i}"}}': v for i, v in enumerate((r0, r1))}
+
+    samples = [(float(t), scrape(2.0, v)) for t, v in enumerate((2.9, 3.1, 2.9, 3.1))]
+    r = realised_acceptance(c, {}, samples[-1][1], samples)
+    assert r.al == pytest.approx((2.0 + 4 * 3.0) / 5) and r.drafts == 5 * 40
+    assert sorted(r.per_rank.values()) == pytest.approx([2.0, 3.0])
+
+
+def test_a_metric_that_cuts_the_last_step_reads_short_replies_low() -> None:
+    """SGLang counts only the tokens a request's finishing step kept: at AL 2.5 (k 3: 2 or 3
+    tokens a step) a 4-token reply always takes two steps and reads 2.0; a 1-token reply
+    reads 1.0; long replies read the injected AL; verification centres on what it reads."""
+    rates = synthetic_rates(2.5, 3)
+    assert truncated_al(rates, [4]) == pytest.approx(2.0)
+    assert truncated_al(rates, [1, 1]) == pytest.approx(1.0)
+    assert truncated_al(rates, [0]) is None
+    assert truncated_al(rates, [4000]) == pytest.approx(2.5, rel=2e-3)
+    assert expected_steps(5, rates) == pytest.approx([0, 1, 1, 1.5, 2, 2.25])
+    short = truncated_al(rates, [4, 4, 15, 44])
+    assert short is not None and 2.2 < short < 2.45
+    assert not verify(2.5, short, 5000, k=3).ok  # judged against the requested AL: fails
+    v = verify(2.5, short, 5000, k=3, expected=short)
+    assert v.ok and v.expected == short and v.error == pytest.approx(0.0)
+    off = verify(2.5, short - 0.1, 5000, k=3, expected=short)
+    assert not off.ok and "the last step of each request cut" in off.reason
 
 
 def test_endpoint_resolves_to_the_engine_whose_names_it_serves() -> None:

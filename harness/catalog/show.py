@@ -5,6 +5,7 @@ launches in the recipe's order."""
 from __future__ import annotations
 
 import json
+import posixpath
 from typing import Any
 
 from harness.catalog.render import UPSTREAM_HOST, UPSTREAM_PORT, render_launches
@@ -34,9 +35,44 @@ def show_data(key: str) -> dict[str, Any]:
             [f"recipe={name}", f"engine.url={ATTACH_URL}", f"engine.deployment={dep}"]))]
     else:
         rows = render_launches(compose_sweep([f"recipe={name}"]))
-    return {"key": key, "recipe": f"recipes/recipe/{name}.yaml",
-            "recipe_source": raw.get("recipe_source", ""), "port": UPSTREAM_PORT,
-            "host": UPSTREAM_HOST, "launches": rows}
+    source = raw.get("recipe_source", "")
+    return {"key": key, "recipe": f"recipes/recipe/{name}.yaml", "recipe_source": source,
+            "port": UPSTREAM_PORT, "host": UPSTREAM_HOST, "launches": rows,
+            "workspace_files": workspace_files(rows, source.split(" ", 1)[0])}
+
+
+WORKSPACE = "/workspace"
+
+
+def workspace_files(launches: list[dict[str, Any]], upstream: str) -> list[dict[str, str]]:
+    """Every `/workspace/...` path the launches name, and where it comes from. Upstream runs
+    its scripts in a container with its checkout mounted at /workspace, also the workdir
+    (runners/launch_mi355x-amds.sh@843c6254: `--container-mounts=$GITHUB_WORKSPACE:/workspace/`),
+    so the captured paths are upstream's own and kept as data. A path under results/, the GPU
+    monitor's csv, or a file the recipe writes itself is an output of the job; any other is a
+    file of the checkout at the recipe's commit (`upstream` = `owner/repo@commit`), e.g. a chat
+    template or a patch script, which our launch does not mount: it needs that checkout at
+    /workspace in the container."""
+    found: dict[str, str] = {}
+    for ln in launches:
+        outputs = {*ln.get("files", {}), ln.get("env", {}).get("GPU_METRICS_CSV", "")}
+        texts = [*ln.get("argv", []), *ln.get("env", {}).values(),
+                 *(a for s in ln.get("setup", []) for a in s["argv"]),
+                 *(a for h in ln.get("helpers", []) for a in h["argv"])]
+        for text in texts:
+            for path in _paths(str(text)):
+                rel = posixpath.normpath(path).removeprefix(WORKSPACE + "/")
+                output = path in outputs or rel.startswith("results/")
+                found.setdefault(path, "output" if output else rel)
+    return [{"path": path, "kind": "output", "source": "written by the job"} if rel == "output"
+            else {"path": path, "kind": "checkout", "source": f"{upstream}:{rel}"}
+            for path, rel in sorted(found.items())]
+
+
+def _paths(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"/workspace/[^\s'\",;:=}]+", text)
 
 
 def show(key: str, as_json: bool) -> str:
@@ -65,6 +101,12 @@ def show(key: str, as_json: bool) -> str:
         lines += [f"    helper {h['name']} ({h['role']}, port {h['port']}"
                   f"{', in front' if h['fronts'] else ''}): " + " ".join(_q(a) for a in h["argv"])
                   for h in ln["helpers"]]
+    files = data["workspace_files"]
+    if files:
+        lines += ["", "/workspace is upstream's checkout inside its container; these launches "
+                  "name files there (ours does not mount it: the checkout must be at "
+                  "/workspace in the image for the ones read from it):"]
+        lines += [f"    {f['path']}  <- {f['source']}" for f in files]
     return "\n".join(lines)
 
 

@@ -26,6 +26,9 @@ class RealisedAcceptance:
     per_rank: dict[str, float] = field(default_factory=dict)  # AL per reporting rank
     samples: int = 0  # gauge readings used (distinct values for an interval-mean gauge)
     reason: str = ""  # why al is None, or a caveat
+    # The metric counts only the tokens a request's finishing step kept (SGLang): it reads
+    # short on short outputs, and an injected AL is judged against harness.spec.truncation.
+    truncated_at_finish: bool = False
 
 
 def realised_acceptance(c: EngineCounters, before: Sample, after: Sample,
@@ -35,7 +38,7 @@ def realised_acceptance(c: EngineCounters, before: Sample, after: Sample,
 
     From cumulative counters when the engine has them (and they moved); else from the AL
     gauge sampled through the window (`samples`: (time, scrape) pairs, e.g. every second),
-    averaged per reporting rank (label set), then across ranks - never summed (see
+    averaged over its readings from every reporting rank (label set) - never summed (see
     `_from_gauge`). `k` (draft length) lets TensorRT-LLM's iteration counters stand in for
     its per-request ones. `per_rank` holds each rank's AL where the metrics tell ranks apart."""
     r = resolve(c, after)
@@ -46,7 +49,7 @@ def realised_acceptance(c: EngineCounters, before: Sample, after: Sample,
         if got.al is not None:
             return got
     if r.al_gauge is not None and r.al_gauge.semantics != "lifetime" and samples:
-        return _from_gauge(r.al_gauge, samples)
+        return _from_gauge(r.al_gauge, samples, before, after)
     if r.spec is None and r.al_gauge is None:
         return RealisedAcceptance(None, None, reason=f"{r.kind} declares no speculative metrics")
     hint = f" (launch needs {', '.join(r.launch_requirements)})" if r.launch_requirements else ""
@@ -96,7 +99,8 @@ def _from_counters(spec: SpecCounters, before: Sample, after: Sample,
     return RealisedAcceptance(1.0 + accepted / drafts, "counters", drafts=drafts,
                               accepted_tokens=accepted, draft_tokens=draft_tokens,
                               drafts_estimated=estimated,
-                              per_rank=_per_rank_counters(spec, before, after), reason=caveat)
+                              per_rank=_per_rank_counters(spec, before, after), reason=caveat,
+                              truncated_at_finish=spec.truncated_at_finish)
 
 
 def _derived_accepted(spec: SpecCounters, before: Sample, after: Sample,
@@ -109,37 +113,52 @@ def _derived_accepted(spec: SpecCounters, before: Sample, after: Sample,
     return max(0.0, gen - drafts - (reqs or 0.0))
 
 
-def _from_gauge(g: AcceptanceGauge, samples: Sequence[tuple[float, Sample]]
+def _from_gauge(g: AcceptanceGauge, samples: Sequence[tuple[float, Sample]],
+                before: Sample | None = None, after: Sample | None = None
                 ) -> RealisedAcceptance:
-    """The gauge's mean per label set (one reporting rank each), then the mean of the ranks -
-    never their sum. Zero and NaN readings (a rank that has not decoded yet) are left out.
+    """The mean of the gauge's readings over every reporting rank (label set) - never their
+    sum; `per_rank` keeps each rank's own mean. Zero and NaN readings (a rank that has not
+    decoded yet) are left out.
 
     An interval-mean gauge (SGLang) is averaged over its distinct readings: each new value is
-    one decode-log interval of `interval_steps` steps, so equal weights are step weights.
-    Averaging every sample instead would weight an interval by how long it lasted, and
-    intervals whose requests finished early (high AL) are short: a low bias. Drafts are then
-    estimated as distinct readings x interval_steps (consecutive equal intervals count once:
-    an underestimate, so verification errs towards wider intervals). A last-iteration gauge
-    (TensorRT-LLM) is averaged over all samples."""
+    one decode-log interval of `interval_steps` forward passes of one rank, so equal weights
+    are step weights, pooled over ranks: a rank that logged ten intervals in the window did
+    ten times the steps of a rank that logged one, and a mean of per-rank means would weight
+    them alike (ranks do unequal work: a router pins sessions to dp ranks, and with the cut
+    at a request's end a rank serving shorter replies reads lower). Averaging every sample
+    instead would weight an interval by how long it lasted, and intervals whose requests
+    finished early (high AL) are short: a low bias. Drafts are then estimated as distinct
+    readings x interval_steps (consecutive equal intervals count once: an underestimate, so
+    verification errs towards wider intervals). The window's bounds count for it too: a
+    value the scrape `before` the window already showed is an interval logged before it (the
+    warmup's), and a value first seen `after` it is one the window completed after the last
+    sample. A last-iteration gauge (TensorRT-LLM) is averaged over the samples, pooled
+    likewise."""
     distinct = g.semantics == "interval-mean"
+    series = Series(g.name)
+    last = dict(series.by_labels(before)) if distinct and before else {}
+    ordered = [s for _, s in sorted(samples, key=lambda ts: ts[0])]
     per_rank: dict[Labels, list[float]] = {}
-    for _, sample in sorted(samples, key=lambda ts: ts[0]):
-        for labels, value in Series(g.name).by_labels(sample).items():
+    for sample in ordered + ([after] if distinct and after else []):
+        for labels, value in series.by_labels(sample).items():
             if not (value > 0 and math.isfinite(value)):
                 continue
-            seen = per_rank.setdefault(labels, [])
-            if not (distinct and seen and seen[-1] == value):
-                seen.append(value)
+            if distinct and last.get(labels) == value:
+                continue
+            last[labels] = value
+            per_rank.setdefault(labels, []).append(value)
     if not per_rank:
         return RealisedAcceptance(None, "gauge-sampled", samples=len(samples),
-                                  reason=f"{g.name} was never above 0 in the window")
+                                  reason=f"{g.name} was never above 0, or never changed, in "
+                                  "the window")
     means = {label_text(lab, drop=("model_name", "engine_type")): sum(v) / len(v)
              for lab, v in per_rank.items()}
     readings = sum(len(v) for v in per_rank.values())
+    pooled = sum(sum(v) for v in per_rank.values()) / readings
     steps = readings * g.interval_steps if distinct and g.interval_steps else None
-    return RealisedAcceptance(sum(means.values()) / len(means), "gauge-sampled", drafts=steps,
+    return RealisedAcceptance(pooled, "gauge-sampled", drafts=steps,
                               drafts_estimated=True, per_rank=dict(sorted(means.items())),
-                              samples=readings)
+                              samples=readings, truncated_at_finish=g.truncated_at_finish)
 
 
 def independent_draws(c: EngineCounters, r: RealisedAcceptance,

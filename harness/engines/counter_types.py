@@ -58,6 +58,9 @@ class AcceptanceGauge:
     name: str
     semantics: Literal["interval-mean", "last-iteration", "lifetime"]
     interval_steps: int | None = None  # decode steps one value averages (SGLang: 40)
+    # As SpecCounters.truncated_at_finish: the step that finishes a request counts only the
+    # tokens it kept (SGLang), so the gauge reads short on short outputs.
+    truncated_at_finish: bool = False
 
 
 @dataclass(frozen=True)

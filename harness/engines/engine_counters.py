@@ -75,7 +75,8 @@ ENGINE_COUNTERS: dict[str, EngineCounters] = {
                           generation=_s("sglang:generation_tokens_total"),
                           requests=_s("sglang:num_requests_total"),
                           counted_at="request-finish", truncated_at_finish=True),
-        al_gauge=AcceptanceGauge("sglang:spec_accept_length", "interval-mean", 40),
+        al_gauge=AcceptanceGauge("sglang:spec_accept_length", "interval-mean", 40,
+                                 truncated_at_finish=True),
         # cached_tokens by cache_source (device = radix tree on the GPU, host = HiCache's host
         # tier, storage = its L3), token_usage and max_total_num_tokens per scheduler rank,
         # HiCache host tokens; as SemiAnalysisAI/InferenceX:infx/results/agentic/backends/

@@ -190,20 +190,23 @@ def engine_rules(alive: bool, hung: bool, failure: str) -> list[Rule]:
 
 def acceptance_rule(mode: str, requested: float | None, realised: float | None,
                     draws: float | None, k: int, s: ValiditySettings,
-                    note: str | None = None) -> list[Rule]:
+                    note: str | None = None, expected: float | None = None) -> list[Rule]:
     """An injected point must realise the requested AL, judged statistically: the realised AL
     of `draws` independent draws must fall inside the interval the injected distribution
     allows at `s.al_confidence`, and there must be at least `s.al_min_drafts` of them
     (harness.spec.verify). A fixed percentage would fail short points at random and pass long
-    ones that are plainly off."""
+    ones that are plainly off. `expected`: what the engine's metric reads when it applied
+    the injection, where that is less than the requested AL (a metric that cuts each
+    request's last step: harness.spec.truncation)."""
     from harness.spec.verify import verify
 
     if mode != "injected" or requested is None:
         return []
     v = verify(requested, realised, draws, k=k, confidence=s.al_confidence,
-               min_drafts=s.al_min_drafts)
+               min_drafts=s.al_min_drafts, expected=expected)
     lo, hi = v.interval
-    bound = f"{requested:g} in [{lo:.3f}, {hi:.3f}], >= {s.al_min_drafts:g} draws"
+    reads = "" if expected is None else f" (reads {expected:.3f})"
+    bound = f"{requested:g}{reads} in [{lo:.3f}, {hi:.3f}], >= {s.al_min_drafts:g} draws"
     if v.ok:
         return [Rule("acceptance_realised", True, realised, bound,
                      f"realised AL {realised:.3f} over {v.n:.0f} draws")]

@@ -76,21 +76,29 @@ class Verdict:
     se: float  # standard error of the realised AL under the injected distribution
     sd_per_draft: float
     interval: tuple[float, float]  # realised ALs accepted as the requested one
+    # What the engine's metric should read under the injection: the requested AL, or less
+    # where the metric cuts each request's last step (harness.spec.truncation).
+    expected: float | None = None
 
     @property
     def error(self) -> float | None:
-        """Relative error of the realised AL (the old fixed-tolerance figure)."""
-        return None if self.realised is None else self.realised / self.requested - 1.0
+        """Relative error of the realised AL against what it should read (the old
+        fixed-tolerance figure)."""
+        centre = self.requested if self.expected is None else self.expected
+        return None if self.realised is None else self.realised / centre - 1.0
 
 
 def verify(requested: float, realised: float | None, n: float | None, *,
            k: int | None = None, rates: Sequence[float] | None = None,
            confidence: float = DEFAULT_CONFIDENCE, min_drafts: float = DEFAULT_MIN_DRAFTS,
-           floor: float = DEFAULT_FLOOR) -> Verdict:
-    """Pass when |realised - requested| <= z * SE + floor and n >= min_drafts.
+           floor: float = DEFAULT_FLOOR, expected: float | None = None) -> Verdict:
+    """Pass when |realised - expected| <= z * SE + floor and n >= min_drafts.
 
     `rates` are the forced per-position rates (default: synthetic_rates(requested, k));
-    `n` the independent draws (see the module docstring for batch-drawing engines)."""
+    `n` the independent draws (see the module docstring for batch-drawing engines);
+    `expected` what the engine's metric reads when it applies the injection (default: the
+    requested AL; less for a metric that cuts each request's last step, as SGLang's does:
+    harness.spec.truncation.truncated_al over the window's output lengths)."""
     if rates is None:
         if k is None:
             raise ValueError("verify needs the draft length k or the forced rates")
@@ -102,9 +110,10 @@ def verify(requested: float, realised: float | None, n: float | None, *,
     draws = float(n or 0.0)
     se = sd / math.sqrt(draws) if draws > 0 else math.inf
     half = z * se + floor
-    interval = (requested - half, requested + half)
+    centre = requested if expected is None else expected
+    interval = (centre - half, centre + half)
     v = dict(requested=requested, realised=realised, n=draws, z=z, se=se, sd_per_draft=sd,
-             interval=interval)
+             interval=interval, expected=expected)
     if realised is None or draws <= 0:
         return Verdict(False, "injected acceptance could not be verified: the engine's metrics "
                        "showed no drafts over the point (are its metrics enabled, and does the "
@@ -115,11 +124,14 @@ def verify(requested: float, realised: float | None, n: float | None, *,
             f"AL {realised:.3f} vs requested {requested:g} is not evidence either way (the "
             f"{100 * confidence:g}% interval would be +/-{half:.3f}): lengthen the point (more "
             "requests or longer outputs) or use a drafter that proposes on this content"), **v)
-    diff = realised - requested
+    diff = realised - centre
     if abs(diff) > half:
+        target = (f"the requested {requested:g}" if expected is None else
+                  f"the {expected:.3f} the metric reads for the requested {requested:g} (the "
+                  "last step of each request cut at its end)")
         return Verdict(False, (
             f"realised AL {realised:.3f} is {abs(diff):.3f} {'above' if diff > 0 else 'below'} "
-            f"the requested {requested:g}, outside its {100 * confidence:g}% interval "
+            f"{target}, outside its {100 * confidence:g}% interval "
             f"[{interval[0]:.3f}, {interval[1]:.3f}] for {draws:.0f} draws (z {z:.2f} x SE "
             f"{se:.4f} + {floor:g}; per-draft sd {sd:.3f}): the engine did not apply the "
             "injected acceptance - check its injection knob reached the engine and that the "

@@ -4,7 +4,7 @@ facts, one validity verdict and provenance. Pure: the runner does the I/O around
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,8 @@ from harness.record.validity import (
     request_rules,
     speculation_rule,
 )
+from harness.spec.acceptance import synthetic_rates
+from harness.spec.truncation import truncated_al
 from harness.telemetry import NOT_SET, Choice
 from harness.workloads.base import Measurement, Workload
 
@@ -58,9 +60,11 @@ class EngineState:
 
 
 def engine_facts(adapter: EngineAdapter, before: prometheus.Sample, after: prometheus.Sample,
-                 samples: Sampled = (), concurrency: int = 1) -> dict[str, Any]:
+                 samples: Sampled = (), concurrency: int = 1,
+                 decode_tokens: Sequence[int] = ()) -> dict[str, Any]:
     """What the engine's own metrics say about the measured window, under engine-neutral
-    names, read through the counters the adapter declares (harness.engines.counters)."""
+    names, read through the counters the adapter declares (harness.engines.counters).
+    `decode_tokens`: each measured request's output tokens less the one prefill emits."""
     c = adapter.counters
     tok = counters.token_deltas(c, before, after)
     out: dict[str, Any] = {
@@ -81,7 +85,20 @@ def engine_facts(adapter: EngineAdapter, before: prometheus.Sample, after: prome
     dp = adapter.sc.topology.tp if adapter.sc.topology.dp_attention else 1
     mean_batch = max(1.0, concurrency / dp)
     out["spec_independent_draws"] = counters.independent_draws(c, r, mean_batch)
+    out["spec_expected_al"] = expected_al(adapter, r, decode_tokens)
     return out
+
+
+def expected_al(adapter: EngineAdapter, r: counters.RealisedAcceptance,
+                decode_tokens: Sequence[int]) -> float | None:
+    """What an injected point's AL metric reads when the engine applied the injection, where
+    that differs from the requested AL: SGLang counts only the tokens a request's finishing
+    step kept (harness.spec.truncation), which on AgentX's short replies reads ~10% low."""
+    plan = adapter.acceptance
+    if plan.mode != "injected" or not plan.length or not r.truncated_at_finish:
+        return None
+    k = adapter.sc.speculator.k
+    return truncated_al(synthetic_rates(min(plan.length, k + 1.0), k), decode_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,13 +164,15 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     slo = slo_of(ctx.sc)
     m.update(goodput_metrics(meas.measured.records, meas.measured.duration_s, slo))
     facts = ctx.workload.facts(meas, m, samples)
+    decode = [r.completion_tokens - 1 for r in meas.measured.records
+              if r.ok and r.completion_tokens > 1]
     eng = engine_facts(ctx.adapter, meas.server_before, meas.server_after, samples,
-                       identity.conc)
+                       identity.conc, decode)
     health = meas.measured.health.fields()
     plan = ctx.adapter.acceptance
-    realised = eng.get("spec_realised_al")
+    realised, expected = eng.get("spec_realised_al"), eng.get("spec_expected_al")
     if plan.mode == "injected" and plan.length and realised is not None:
-        eng["spec_al_error"] = realised / plan.length - 1.0
+        eng["spec_al_error"] = realised / (expected or plan.length) - 1.0
     observed: Mapping[str, Any] = {**m, **facts}
     pwr = power_facts(power, m)
     verdict = judge(
@@ -162,7 +181,7 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
         client_rules(health, ctx.validity),
         ctx.workload.rules(observed, ctx.validity),
         acceptance_rule(plan.mode, plan.length, realised, eng.get("spec_independent_draws"),
-                        ctx.sc.speculator.k, ctx.validity, eng.get("spec_al_note")),
+                        ctx.sc.speculator.k, ctx.validity, eng.get("spec_al_note"), expected),
         power_rule(pwr, ctx.sc.telemetry.require_power),
         speculation_rule(ctx.sc.speculator.method, plan.mode, ctx.sc.speculator.k, realised,
                          eng.get("spec_al_note"), ctx.sc.speculator.unverified_ok),

@@ -43,6 +43,7 @@ class Req:
     drafted_pos: list[int] = field(default_factory=list)  # TensorRT-LLM per-request stats
     accepted_pos: list[int] = field(default_factory=list)
     cancelled: bool = False
+    routed_rank: int | None = None  # the dp rank a router pinned it to (None: round robin)
 
     @property
     def remaining(self) -> int:

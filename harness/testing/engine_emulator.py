@@ -23,7 +23,9 @@ harness/engines/engine_counters.py declares), from a per-rank prefix cache over 
 prompt text with an optional host tier (harness.testing.emulator_cache). The renderers are in
 harness.testing.emulator_metrics, the state in harness.testing.emulator_state.
 
-Decoding: requests go round-robin to --dp ranks; each rank runs decode steps every --step-ms;
+Decoding: requests go round-robin to --dp ranks unless a router pinned them to one (the body's
+`data_parallel_rank`, as sgl-router --dp-aware writes it, or the `X-data-parallel-rank` header
+vllm-router sends; harness.testing.router_emulator); each rank runs decode steps every --step-ms;
 every step each running request emits 1 + accepted tokens in one SSE chunk (cut at
 max_tokens). The accepted count follows `synthetic_rates(al + al_bias, k)`: drawn per request
 and step (vLLM, TensorRT-LLM, ATOM), or once per rank step for the whole batch (SGLang's
@@ -190,8 +192,9 @@ class Emulator:
     # ---- HTTP -----------------------------------------------------------------------------
 
     async def admit(self, req: Req) -> Rank:
-        """Prefill on a rank (round robin): after TTFT one token, then decode steps."""
-        rank = next(self.rr)
+        """Prefill on a rank (the routed one, else round robin): after TTFT one token, then
+        decode steps."""
+        rank = self.ranks[req.routed_rank] if req.routed_rank is not None else next(self.rr)
         hit = rank.cache.lookup(req.text, req.prompt_tokens)
         req.cached_device, req.cached_host = hit.device, hit.host
         rank.held_tokens += req.prompt_tokens
@@ -222,9 +225,14 @@ class Emulator:
         else:
             p = body.get("prompt", "")
             text = " ".join(map(str, p)) if isinstance(p, list) else str(p)
+        routed = routed_rank(body, request.headers.get("X-data-parallel-rank"))
+        if routed is not None and not 0 <= routed < self.o.dp:
+            return web.json_response({"error": f"data_parallel_rank {routed} out of range "
+                                      f"[0, {self.o.dp})"}, status=400)
         req = Req(prompt_tokens=self.count(text), text=text,
                   max_tokens=max(1, int(body.get("max_completion_tokens")
-                                        or body.get("max_tokens") or 16)))
+                                        or body.get("max_tokens") or 16)),
+                  routed_rank=routed)
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
         if not body.get("stream"):
             await self.admit(req)
@@ -309,6 +317,17 @@ class Emulator:
 
         app.on_startup.append(start_ranks)
         return app
+
+
+def routed_rank(body: dict[str, Any], header: str | None) -> int | None:
+    """The dp rank a router pinned the request to: SGLang's body field `data_parallel_rank`
+    (sgl-project/sglang:python/sglang/srt/managers/io_struct.py@f11d231c), vLLM's
+    `X-data-parallel-rank` header (vllm/entrypoints/openai/serving_engine.py@7ded96b3)."""
+    raw = body.get("data_parallel_rank", header)
+    try:
+        return None if raw is None else int(raw)
+    except (TypeError, ValueError):
+        return None
 
 
 def _event(obj: dict[str, Any]) -> bytes:

@@ -21,6 +21,10 @@ STANDINS: tuple[str, ...] = (
     "trtllm-serve", "mpirun", "torchrun", "aiperf", "uv", "git", "srun", "docker", "podman",
     "vllm-router", "sglang-router", "mooncake_master", "lmcache_server", "lmcache",
     "nats-server", "etcd",
+    # the real bash, except `bash <patch script>` (recorder.py bash): Python execs it with the
+    # environment as it came (a shell would reorder it, and dash drops the exported
+    # BASH_FUNC_command_not_found_handle%%, not a valid sh name)
+    "bash",
 )
 FAST_STANDINS: tuple[str, ...] = (
     "hf", "huggingface-cli", "pip", "pip3", "apt-get", "apt", "conda", "curl", "wget", "sleep",

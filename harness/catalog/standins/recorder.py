@@ -19,6 +19,8 @@ played. Then it behaves just enough like the real command for the script to go o
   and not applied (they edit the engine inside the image, which is not here);
 - srun / docker run of `bash SCRIPT` (the runner launchers) record the dispatch and run the
   script with the environment srun --export / docker -e would give it;
+- `bash SCRIPT` of a patch script of the checkout is recorded as one patch step and not run
+  (bash below); any other bash call is the real bash;
 - python3 -c / heredoc probes run on the real interpreter (they read files the script wrote).
 """
 
@@ -236,6 +238,22 @@ def sed(argv: list[str]) -> None:
     os.execv("/bin/sed", ["sed", *argv[1:]])
 
 
+def bash(argv: list[str]) -> None:
+    """`bash SCRIPT` where SCRIPT is a patch script of the checkout (its file name says "patch":
+    benchmarks/single_node/agentic/apply_k3_container_patches.sh@843c6254, which
+    kimik3_fp4_mi355x_mtp.sh runs before its server) edits the engine installed in the image:
+    it resolves vLLM's and aiter's dist-packages and git-applies embedded diffs there, none of
+    which is here. The call is one patch step, recorded with the script's absolute path (the
+    setup steps have no cwd) and not run. Any other call execs the real bash with the
+    environment unchanged, in its order."""
+    script = argv[1] if len(argv) > 1 else ""
+    if script and not script.startswith("-") and "patch" in os.path.basename(script) \
+            and os.path.isfile(script):
+        record("patch", ["bash", os.path.realpath(script), *argv[2:]])
+        sys.exit(0)
+    os.execv("/bin/bash", ["bash", *argv[1:]])
+
+
 def python_main(argv: list[str]) -> None:
     role = python_role(argv)
     if role == "probe":
@@ -262,6 +280,8 @@ def main() -> None:
         sys.exit(0)
     if name == "sleep":
         sys.exit(0)
+    if name == "bash":
+        bash(argv)
     if name in ("python", "python3") or name.startswith("python3."):
         python_main(argv)
     if name == "aiperf":

@@ -95,7 +95,9 @@ _SINGLES = [
     _m("spec_realised_al", "Acceptance length, realised", "tok/step", NEUTRAL,
        "1 + accepted draft tokens / drafts, from the engine's counters", "speculative"),
     _m("spec_al_error", "Acceptance length error", "ratio", NEUTRAL,
-       "realised / requested AL - 1 (injected points)", "speculative"),
+       "realised / requested AL - 1 (injected points; against the AL the metric reads "
+       "when it cuts each request's last step, spec_expected_al, where that is lower)",
+       "speculative"),
     _m("send_lag_p99_ms", "Send lag p99 (open loop)", "ms", NEUTRAL,
        "how late the client sent a request after its scheduled time, p99", "client"),
     _m("send_lag_max_ms", "Send lag max (open loop)", "ms", NEUTRAL,
