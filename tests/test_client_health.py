@@ -26,6 +26,7 @@ from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.record.validity import ValiditySettings, client_rules
 from harness.records import RequestSpec
 from harness.testing.spawn import spawn_server
+from tests.vm_noise import noisy, wakeup_lateness
 
 
 class _Meter:
@@ -200,22 +201,39 @@ def test_stamp_error_figure_bounds_the_measured_error(concurrency: int, events: 
     """Issue 10: the client's stamp-error p99 must bound its real error, measured against the
     server's write stamps (harness.testing.fast_sse_server stamps every write with its send
     time on the same clock), from a quiet client (one event per write) to a saturated one
-    (48 events per write, every stream every 2 ms: the loop falls behind)."""
+    (48 events per write, every stream every 2 ms: the loop falls behind).
+
+    Up to three attempts, as tests/test_client_accuracy.py: both figures are p99s of samples
+    (the probe's ~600, the chunks' thousands), and one VM stall that lands on many chunks and
+    few probe samples can put them apart once; a figure that does not bound the error fails
+    every attempt. If every attempt falls short on a noisy machine (tests/vm_noise.py), the test
+    skips with the figures."""
     tokens = 600 if events == 1 else 24_000  # ~1.2 s a stream, and longer when saturated
     body = orjson.dumps({"prompt": "x", "max_tokens": tokens, "stream": True})
     specs = [RequestSpec(f"r{i}", "/v1/completions", body, 1, tokens, keep_raw=i % 4 == 0)
              for i in range(concurrency)]
-    with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", str(events),
-                      "--tick-ms", "2") as port:
-        async def go():
-            settings = ClientSettings(f"http://127.0.0.1:{port}", transport=transport)
-            async with StreamingClient(settings) as c:
-                return await run_closed_loop(c, specs, concurrency)
+    attempts: list[dict] = []
+    for attempt in range(3):
+        time.sleep(2.0 * attempt)  # let a noisy spell of the VM pass
+        with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", str(events),
+                          "--tick-ms", "2") as port, wakeup_lateness() as machine:
+            async def go():
+                settings = ClientSettings(f"http://127.0.0.1:{port}", transport=transport)
+                async with StreamingClient(settings) as c:
+                    return await run_closed_loop(c, specs, concurrency)
 
-        phase = run_async(go())
-    errs = np.asarray([t - float(m.group(1)) for r in phase.records
-                       for t, buf in r.raw_reads or ()
-                       for m in re.finditer(rb'"t":([0-9.]+)', buf)]) * 1000.0
-    h = phase.health
-    assert errs.size > 1000 and h.stamp_probe_samples > 100
-    assert h.stamp_err_p99_ms >= np.percentile(errs, 99), (h, np.percentile(errs, 99))
+            phase = run_async(go())
+        errs = np.asarray([t - float(m.group(1)) for r in phase.records
+                           for t, buf in r.raw_reads or ()
+                           for m in re.finditer(rb'"t":([0-9.]+)', buf)]) * 1000.0
+        h = phase.health
+        assert errs.size > 1000 and h.stamp_probe_samples > 100
+        measured = float(np.percentile(errs, 99))
+        if h.stamp_err_p99_ms >= measured:
+            return
+        attempts.append({"figure_ms": h.stamp_err_p99_ms, "measured_ms": measured,
+                         "machine": machine, "health": h})
+    if all(noisy(a["machine"]) for a in attempts):
+        pytest.skip(f"the machine was noisy in every attempt (tests/vm_noise.py): {attempts}")
+    pytest.fail(f"the stamp-error figure fell short of the measured error p99 in every "
+                f"attempt: {attempts}")
