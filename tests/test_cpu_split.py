@@ -62,3 +62,25 @@ def test_the_engine_process_runs_on_its_cores_only(tmp_path) -> None:
         assert os.sched_getaffinity(proc.proc.pid) == {last}
     finally:
         proc.stop(grace_s=1)
+
+
+def test_the_embedded_engine_starts_below_the_clients_priority(tmp_path) -> None:
+    """engine.nice (10 by default for llama.cpp) reaches the process and the threads it starts."""
+    sc = compose_sweep(["concurrency=[1]"])
+    assert sc.engine.nice == 10 and make_adapter(sc).launch_plan(8080, 1).nice == 10
+    code = ("import os, threading, time; threading.Thread(target=time.sleep, args=(30,)).start();"
+            " time.sleep(30)")
+    plan = LaunchPlan(argv=[sys.executable, "-c", code], port=1, nice=10)
+    proc = ServerProcess(plan, tmp_path / "w", tmp_path / "log")
+    proc.start()
+    try:
+        assert proc.proc is not None
+        time.sleep(0.3)
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        tids = [int(t) for t in os.listdir(f"/proc/{proc.proc.pid}/task")]
+        assert len(tids) == 2
+        assert all(os.getpriority(os.PRIO_PROCESS, t) == mine + 10 for t in tids)
+    finally:
+        proc.stop(grace_s=1)
+    unset = compose_sweep(["concurrency=[1]", "engine.nice=null"])
+    assert make_adapter(unset).launch_plan(8080, 1).nice is None

@@ -82,6 +82,9 @@ class EngineConfig:
     # CPU engines: pin the engine to its cores and the client to the rest (disjoint), where the
     # OS allows it; false: threads only, both free to run anywhere.
     cpu_affinity: bool = True
+    # CPU engines: the engine process's niceness (Unix; 0-19 lowers its priority): the client
+    # wakes ahead of the engine's spinning threads on shared cores. None: not changed.
+    nice: int | None = None
     url: str | None = None  # endpoint: an OpenAI-compatible server that is already running
     api_key_env: str | None = None  # endpoint: environment variable holding the API key
     # endpoint: the engine behind the URL, for its metrics names and path (vllm, sglang,

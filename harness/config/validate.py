@@ -163,6 +163,8 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
     "engine.startup_timeout_s": (0, None, True, "e.g. engine.startup_timeout_s=900"),
     "engine.threads": (-1, None, False, "e.g. engine.threads=2, -1 for every core but the "
                        "client's, or null for all cores"),
+    "engine.nice": (0, 19, False, "a niceness 0-19 that lowers the engine's priority (raising "
+                    "it needs privileges), or null for the harness's own"),
     "speculator.k": (0, 64, False, "e.g. speculator.k=3"),
     "speculator.ngram_min": (1, None, False, "e.g. speculator.ngram_min=2"),
     "speculator.ngram_max": (1, None, False, "e.g. speculator.ngram_max=4"),

@@ -45,6 +45,9 @@ class LaunchPlan:
     # Cores the engine process is pinned to (a CPU engine beside the client,
     # harness/engines/cpu_split.py); the client then keeps the others. None: not pinned.
     cpus: tuple[int, ...] | None = None
+    # Niceness the engine process starts with (a CPU engine sharing cores with the client); None:
+    # the harness's own.
+    nice: int | None = None
 
 
 # engine.* settings every adapter honours: which adapter, which speculators it may run, a
@@ -74,6 +77,9 @@ _UNUSED_FIX = {
                      "the CPU); set the engine's own thread flag in engine.extra_args",
     ("", "cpu_affinity"): "remove engine.cpu_affinity: only the embedded llama.cpp is pinned to "
                           "its cores (harness/engines/cpu_split.py)",
+    ("", "nice"): "remove engine.nice: only the embedded llama.cpp is started at a lower "
+                  "priority than the client (vLLM on the CPU keeps a core for it: "
+                  "engine.threads)",
     ("", "extra_options"): "remove engine.extra_options: it is TensorRT-LLM's extra-options "
                            "YAML; pass this engine's flags in engine.extra_args",
     ("", "host"): "name {host} in engine.argv_template where the server takes its address, "
@@ -92,7 +98,7 @@ _UNUSED_FIX = {
                                            "by the harness: remove it, and set the server's "
                                            "own knob when you start it",
 }
-for _name in (*LAUNCH_SETTINGS, "threads", "cpu_affinity", "extra_options"):
+for _name in (*LAUNCH_SETTINGS, "threads", "cpu_affinity", "nice", "extra_options"):
     _UNUSED_FIX.setdefault(("endpoint", _name),
                            f"remove engine.{_name}: engine=endpoint attaches to a server that "
                            "is already running, so nothing is launched; set it on that server")

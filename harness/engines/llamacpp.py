@@ -65,8 +65,8 @@ def llama_params(args: list[str], where: str = "the engine recipe") -> dict[str,
 class LlamaCppAdapter(EngineAdapter):
     kind = "llamacpp"
     keep_alive = False  # its HTTP server closes the connection after every streamed reply
-    applies = frozenset({*CHECKS_ONLY, "extra_args", "env", "threads", "cpu_affinity", "python",
-                         "host"})
+    applies = frozenset({*CHECKS_ONLY, "extra_args", "env", "threads", "cpu_affinity", "nice",
+                         "python", "host"})
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:
@@ -118,7 +118,8 @@ class LlamaCppAdapter(EngineAdapter):
         argv = [self.python(), "-m", "harness.engines.llamacpp_server", json.dumps(cfg)]
         return LaunchPlan(argv=argv, env=dict(self.sc.engine.env), port=port,
                           ready_paths=("/health", "/v1/models"),
-                          cpus=tuple(cores) if cores and self.sc.engine.cpu_affinity else None)
+                          cpus=tuple(cores) if cores and self.sc.engine.cpu_affinity else None,
+                          nice=self.sc.engine.nice)
 
     def request_extras(self) -> dict[str, Any]:
         # Random prompts (fixed sequence): no prefix reuse, as InferenceX runs them.

@@ -68,12 +68,15 @@ def _die_with_parent() -> None:
         pass
 
 
-def _in_child(cpus: tuple[int, ...] | None) -> None:
-    """Before exec: die with the harness, and keep to the engine's cores (the client's are
-    the others)."""
+def _in_child(cpus: tuple[int, ...] | None, nice: int | None = None) -> None:
+    """Before exec: die with the harness, keep to the engine's cores (the client's are the
+    others), and run at the engine's niceness: threads it starts later inherit it, so the
+    client's wake-ups preempt the engine's spinning threads on a shared core."""
     _die_with_parent()
     if cpus and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, set(cpus))
+    if nice and hasattr(os, "nice"):
+        os.nice(nice)
 
 
 class ServerProcess:
@@ -110,7 +113,7 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() takes all of it
-                preexec_fn=functools.partial(_in_child, self.plan.cpus),
+                preexec_fn=functools.partial(_in_child, self.plan.cpus, self.plan.nice),
             )
         except OSError as e:
             raise EngineStartError(f"could not start {self.plan.argv[0]!r}: {e}") from e

@@ -47,6 +47,7 @@ VALUES: dict[str, Any] = {
     "startup_timeout_s": 12.5,
     "threads": 1,
     "cpu_affinity": False,
+    "nice": 7,
     "url": "http://distinct.example:1234",
     "api_key_env": "DISTINCT_KEY_ENV",
     "family": "sglang",
@@ -109,6 +110,8 @@ AUDIT: dict[str, dict[str, str]] = {
 }
 for _kind in ("vllm", "sglang", "trtllm", "atom"):
     AUDIT[_kind].update(_LAUNCHED_CATALOG)
+for _kind in AUDIT:  # engine.nice: only the embedded llama.cpp shares the client's cores
+    AUDIT[_kind]["nice"] = A if _kind == "llamacpp" else R
 for _kind in AUDIT:  # profiler.support_problem refuses engines without the endpoints
     AUDIT[_kind].update({"profile": A, "reset_cache_before_point": A})
 AUDIT["endpoint"].update({"kv_offload": R, "helpers": R, "setup": R, "port_offset": R,
@@ -167,6 +170,8 @@ def _applied(kind: str, name: str, value: Any, sc: SweepConfig, r: dict[str, Any
     elif name == "cpu_affinity":  # false: not pinned, where the default pins the engine
         pinned = _render(_with(kind, threads=-1))["plan"].cpus
         assert pinned and _render(_with(kind, threads=-1, cpu_affinity=False))["plan"].cpus is None
+    elif name == "nice":
+        assert r["plan"].nice == value
     elif name == "python":
         assert argv[0] == value
     elif name == "argv_template":
