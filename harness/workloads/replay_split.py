@@ -31,7 +31,6 @@ import math
 import os
 import socket
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,19 +38,21 @@ from typing import Any
 from harness.client.health import ClientHealth
 from harness.client.pool import exit_reason
 from harness.client.pool_worker import Channel
-from harness.client.streaming import ClientSettings, StreamingClient, run_async
+from harness.client.streaming import run_async
 from harness.client.workers import WorkerError, merge_health, process_context
 from harness.records import RequestRecord
-from harness.workloads.agentic_bodies import AgenticBodies
-from harness.workloads.prompts import BlockPrompts
-from harness.workloads.replay import Replayer, ReplayResult, measured_window
-from harness.workloads.replay_clock import Jumps, ReplayClock
-from harness.workloads.replay_sessions import TraceSampler
+from harness.workloads.replay import ReplayResult, measured_window
+from harness.workloads.replay_clock import Jumps
 from harness.workloads.replay_settings import ReplaySettings
-from harness.workloads.traces.model import Trace
-
-BUSY, STARTS, EXPIRED, CURSOR = range(4)  # the shared array's slots
-_START_TIMEOUT_S = 120.0
+from harness.workloads.replay_split_worker import (
+    BUSY,
+    CURSOR,
+    EXPIRED,
+    STARTS,
+    LanesJob,
+    Part,
+    lanes_worker,
+)
 
 
 def split_lanes(lanes: int, workers: int) -> list[list[int]]:
@@ -60,175 +61,13 @@ def split_lanes(lanes: int, workers: int) -> list[list[int]]:
     return [list(range(w, lanes, n)) for w in range(n)]
 
 
-class SharedSampler(TraceSampler):
-    """Lane i's first trace is i mod n under either rule (as TraceSampler's); `shared`
-    recycles draw from one cursor over every process, starting after the lanes' first draws."""
-
-    def __init__(self, n_traces: int, rule: str, shared: Any, lock: Any) -> None:
-        super().__init__(n_traces, rule)
-        self._shared, self._lock = shared, lock
-
-    def first(self, lane: int) -> int:
-        self.drawn.append(lane % self.n)
-        return lane % self.n
-
-    def recycle(self, current: int) -> int:
-        if self.rule != "shared":
-            return super().recycle(current)
-        with self._lock:
-            i = self._shared[CURSOR]
-            self._shared[CURSOR] = i + 1
-        self.drawn.append(i % self.n)
-        return i % self.n
-
-
-class SharedClock(ReplayClock):
-    """This process's timers and tree caps; the system cap over every process: its in-flight
-    count is shared, and the parent decides each system shift (module docstring)."""
-
-    def __init__(self, idle_cap_s: float, tree_cap_s: float, shared: Any, lock: Any,
-                 tell: Callable[[tuple[Any, ...]], None]) -> None:
-        super().__init__(idle_cap_s, tree_cap_s)
-        self._shared, self._lock, self._tell = shared, lock, tell
-
-    def _system_busy(self) -> None:
-        with self._lock:
-            self._shared[BUSY] += 1
-            self._shared[STARTS] += 1
-            self._shared[EXPIRED] = 0
-
-    def _system_done(self) -> bool:
-        with self._lock:
-            self._shared[BUSY] -= 1
-            return self._shared[BUSY] == 0
-
-    def _system_idle(self) -> None:
-        if math.isfinite(self.idle_cap_s):
-            self._tell(("idle", time.perf_counter()))
-
-    def _system_expired(self) -> bool:
-        return bool(self._shared[EXPIRED])
-
-    def _system_recheck(self) -> None:
-        if self._shared[BUSY] == 0:
-            self._tell(("recheck",))
-
-
-# ---- a worker process ---------------------------------------------------------------------
-@dataclass
-class LanesJob:
-    """What a worker process needs to replay its lanes (pickled to it once)."""
-
-    settings: ClientSettings
-    traces: list[Trace]
-    lanes: int
-    lane_ids: list[int]
-    replay: ReplaySettings
-    prompts: BlockPrompts
-    body: dict[str, Any]
-    overhead: int
-    cache_bust: str
-    max_tokens_field: str
-    seed: int
-    salt_prefix: str
-
-
-class _WorkerSync:
-    """ReplaySync over the channel: each barrier is a message up and the parent's answer."""
-
-    def __init__(self, chan: Channel, on_start: Callable[[], None]) -> None:
-        self.chan, self.on_start = chan, on_start
-        self.answer: asyncio.Future[tuple[Any, ...]] | None = None
-
-    async def _ask(self, msg: tuple[Any, ...]) -> tuple[Any, ...]:
-        self.answer = asyncio.get_running_loop().create_future()
-        self.chan.write(msg)
-        return await self.answer
-
-    async def top(self, lead: float) -> float:
-        return (await self._ask(("top", lead)))[1]
-
-    async def drained(self, least: float) -> tuple[float, float, float]:
-        _, t0, least_all, wall = await self._ask(("drained", least))
-        self.on_start()
-        return t0, least_all, wall
-
-
-def lanes_worker(index: int, sock: socket.socket, job: LanesJob, shared: Any, lock: Any,
-                 env: dict[str, str]) -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; it stops us
-    os.environ.update(env)
-    run_async(_serve(index, sock, job, shared, lock))
-
-
-async def _serve(index: int, sock: socket.socket, job: LanesJob, shared: Any, lock: Any
-                 ) -> None:
-    loop = asyncio.get_running_loop()
-    closed: asyncio.Future[None] = loop.create_future()
-    inbox: list[Callable[[Any], None]] = []
-
-    def lost() -> None:
-        if not closed.done():
-            closed.set_result(None)
-
-    _, chan = await loop.create_unix_connection(
-        lambda: Channel(lambda m: inbox[0](m) if inbox else None, lost), sock=sock)
-    try:
-        async with StreamingClient(job.settings) as client:
-            probe = client.health_probe()
-            sync = _WorkerSync(chan, probe.start)
-            clock = SharedClock(job.replay.idle_cap_s, job.replay.tree_cap_s, shared, lock,
-                                chan.write)
-            bodies = AgenticBodies(job.prompts, job.body, job.overhead, job.replay.api,
-                                   cache_bust=job.cache_bust,
-                                   max_tokens_field=job.max_tokens_field)
-            replayer = Replayer(client, job.traces, job.lanes, job.replay, bodies, job.seed,
-                                salt_prefix=job.salt_prefix, lane_ids=job.lane_ids,
-                                sampler=SharedSampler(len(job.traces), job.replay.recycle,
-                                                      shared, lock),
-                                clock=clock, sync=sync)
-            inbox.append(lambda m: _on_message(m, sync, clock, chan, lost))
-            result = await replayer.run()
-            health = await probe.stop()
-            chan.write(("done", _Part(result, health, index)))
-            await closed  # answers the parent's queries (no timers left) until it closes
-    except Exception:  # the parent must hear why
-        chan.write(("fatal", traceback.format_exc()))
-        await chan.drain()
-    finally:
-        chan.close()
-
-
-def _on_message(msg: Any, sync: _WorkerSync, clock: ReplayClock, chan: Channel,
-                close: Callable[[], None]) -> None:
-    kind = msg[0]
-    if kind in ("begin", "start"):
-        if sync.answer is not None and not sync.answer.done():
-            sync.answer.set_result(msg)
-    elif kind == "mins":
-        chan.write(("min", msg[1], *clock.pending()))
-    elif kind == "shift":
-        clock.move(msg[1])
-    elif kind == "close":
-        close()
-
-
-@dataclass
-class _Part:
-    result: ReplayResult
-    health: ClientHealth
-    index: int
-
-
 # ---- the parent ---------------------------------------------------------------------------
 @dataclass
 class _Proc:
     index: int
     process: Any
     channel: Channel | None = None
-    part: _Part | None = None
+    part: Part | None = None
     fatal: str = ""
     lost: bool = False
 
@@ -259,7 +98,7 @@ class LanesCoordinator:
         self._finished: asyncio.Future[None] | None = None
 
     # ---- processes ---------------------------------------------------------------------
-    async def run(self, env: dict[str, str]) -> list[_Part]:
+    async def run(self, env: dict[str, str]) -> list[Part]:
         loop = asyncio.get_running_loop()
         self._failed, self._finished = loop.create_future(), loop.create_future()
         try:
@@ -418,7 +257,7 @@ def replay_over_lanes(job: LanesJob, workers: int,
                                 [f"lanes worker {p.index}" for p in parts])
 
 
-def merge_parts(parts: list[_Part], coord: LanesCoordinator, s: ReplaySettings
+def merge_parts(parts: list[Part], coord: LanesCoordinator, s: ReplaySettings
                 ) -> ReplayResult:
     """The processes' results as one: records in completion order, the first trees in lane
     order then every recycle, t* by lane, the system shifts (decided once, by the parent)
