@@ -71,10 +71,10 @@ def test_a_system_idle_shift_is_decided_once_for_every_process(scripted_server,
 
 def _point(url: str, tokenizer, workers: int) -> Measurement:
     """Every lane from its t* (25-75% into its tree) with two warmup requests a lane, then its
-    tree to the end: ~0.5 s on the fast server, the window 2 s."""
+    tree to the end: ~0.5 s on the fast server, the window 1.5 s."""
     sc = compose_sweep(["run_id=u", "scenarios=agentic-weka-cpu", "engine=endpoint",
                         f"engine.url={url}", f"client.workers={workers}",
-                        "client.agentic_workers=lanes", "scenario.duration_s=2",
+                        "client.agentic_workers=lanes", "scenario.duration_s=1.5",
                         "scenario.min_measured_s=1", "scenario.idle_cap_s=0.002",
                         "scenario.tree_cap_s=0.004", "scenario.warmup_requests_per_lane=2",
                         "scenario.api=completions"])
@@ -141,3 +141,40 @@ def test_primers_spread_and_warmup_barrier_span_the_processes(scripted_server,
         assert warm["end_ts"].max() <= measured["send_ts"].min()  # the barrier
         assert abs(first.loc[(0, 3), "send_ts"] - first.loc[(1, 2), "send_ts"] - 0.3) < 0.05
         assert first.loc[(0, 3), "phase"] == first.loc[(1, 2), "phase"] == PHASE_MEASURED
+
+
+def test_a_process_that_dies_fails_the_point_naming_it(fast_server,  # noqa: F811
+                                                       smollm2_tokenizer) -> None:
+    import asyncio
+    import os
+    import signal
+
+    import pytest
+
+    from harness.client.streaming import run_async
+    from harness.client.workers import WorkerError
+    from harness.workloads.replay_split import LanesCoordinator
+    from tests.test_client_pool import _scaled_traces
+
+    s = ReplaySettings(duration_s=5.0, idle_cap_s=0.01, tree_cap_s=0.02,
+                       warmup_requests_per_lane=0, start_min=0.0, start_max=0.0)
+    jobs = [LanesJob(ClientSettings(fast_server), _scaled_traces(), 4, ids, s,
+                     block_prompts(smollm2_tokenizer), BODY, 0, "first_turn_prefix",
+                     "max_tokens", 1, "") for ids in split_lanes(4, 2)]
+    coord = LanesCoordinator(jobs, s)
+
+    async def go() -> None:
+        async def kill_when_measuring() -> None:
+            while not coord.active:
+                await asyncio.sleep(0.01)
+            os.kill(coord.procs[1].process.pid, signal.SIGKILL)
+        killer = asyncio.create_task(kill_when_measuring())
+        try:
+            await coord.run({})
+        finally:
+            killer.cancel()
+
+    with pytest.raises(WorkerError, match="lanes worker 1 of 2: client worker 1 exited with "
+                                          "signal SIGKILL"):
+        run_async(go())
+    assert not any(p.process.is_alive() for p in coord.procs)  # the other one stopped too

@@ -54,6 +54,8 @@ from harness.workloads.replay_split_worker import (
     lanes_worker,
 )
 
+_REASK_S = 0.002  # an idle, expired system with a timer due: how soon it is asked again
+
 
 def split_lanes(lanes: int, workers: int) -> list[list[int]]:
     """Lane i to process i mod N (as harness.client.pool routes them); never an empty one."""
@@ -228,12 +230,17 @@ class LanesCoordinator:
         with self.lock:  # nothing may start between the check and the decision
             now = time.perf_counter()
             by = earliest - now
-            if (self.shared[BUSY] != 0 or self.shared[STARTS] != self._query_starts
-                    or count == 0 or not by > 0):
-                return
-            self.shared[EXPIRED] = 1
-        self.jumps.add("system", by, count, now)
-        self._broadcast(("shift", by))
+            if self.shared[BUSY] != 0 or self.shared[STARTS] != self._query_starts:
+                return  # a request started: the spell is over
+            self.shared[EXPIRED] = 1  # as ReplayClock's: expired, whether or not timers move
+        if count and by > 0:
+            self.jumps.add("system", by, count, now)
+            self._broadcast(("shift", by))
+        elif count:
+            # A timer was due as the answers came: if it fired into a join before this
+            # process said "expired", its recheck never came; ask again shortly (a request
+            # it started ends the spell and the question).
+            asyncio.get_running_loop().call_later(_REASK_S, self._expire, self._query_starts)
 
 
 def replay_over_lanes(job: LanesJob, workers: int,

@@ -164,7 +164,12 @@ async def _serve(index: int, sock: socket.socket, job: LanesJob, shared: Any, lo
                                                       shared, lock),
                                 clock=clock, sync=sync)
             inbox.append(lambda m: _on_message(m, sync, clock, chan, lost))
-            result = await replayer.run()
+            run = asyncio.ensure_future(replayer.run())
+            await asyncio.wait([run, closed], return_when=asyncio.FIRST_COMPLETED)
+            if not run.done():  # the parent gave up on the point (another process failed)
+                run.cancel()
+                return
+            result = run.result()
             health = await probe.stop()
             chan.write(("done", Part(result, health, index)))
             await closed  # answers the parent's queries (no timers left) until it closes
