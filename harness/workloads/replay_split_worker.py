@@ -11,6 +11,7 @@ the channel (harness.client.pool_worker.Channel), up: ("top", lead), ("drained",
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import signal
@@ -168,6 +169,8 @@ async def _serve(index: int, sock: socket.socket, job: LanesJob, shared: Any, lo
             await asyncio.wait([run, closed], return_when=asyncio.FIRST_COMPLETED)
             if not run.done():  # the parent gave up on the point (another process failed)
                 run.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await run
                 return
             result = run.result()
             health = await probe.stop()
