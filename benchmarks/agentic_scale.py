@@ -16,15 +16,13 @@ turn's due time and its body reaching the socket (p50/p99/max). Last line, for s
 `agentic_scale lanes=N rss_mb=X cpu_ms_per_100k=Y send_delay_p99_ms=Z` (the measured phase;
 ` workers=W` appended when W > 1).
 
-`--workers N` (N > 1) splits the client over N processes as `client.workers=N` does, the way
-`--split` says (`client.agentic_workers`): `scheduler` (the default) sends through
-harness.client.pool: the lanes and body building stay in this process, the HTTP work goes to
-N worker processes (lane mod N), and the send delay includes the hand-off to the worker;
-`lanes` splits the lanes themselves (lane mod N, harness.workloads.replay_split's shape):
-each process builds and sends its own lanes' bodies on its own client, the primers' end is
-one barrier over every process and the measured phase starts at one instant. CPU is then
-summed over every process (from /proc for the pool's: the forkserver's children are not ours
-for RUSAGE_CHILDREN; each lanes process reports its own), RSS is the sum of their peaks.
+`--workers N` (N > 1) splits the client over N processes as `client.workers=N` does, as
+`--split` says (`client.agentic_workers`): `scheduler` (default) sends through
+harness.client.pool (lanes and bodies here, the HTTP work in N processes, lane mod N; the send
+delay includes the hand-off); `lanes` splits the lanes (lane mod N, as
+harness.workloads.replay_split): each process builds and sends its own, the primers' end is
+one barrier over all and the measured phase starts at one instant. CPU and RSS peaks are
+summed over every process (the pool's from /proc: not ours for RUSAGE_CHILDREN).
 
 Run: python benchmarks/agentic_scale.py --lanes 1000 [--seconds 30] [--turns-per-s 50]
      [--workers 2 [--split lanes]]
@@ -308,17 +306,13 @@ def run_lanes(url: str, n: int, seed: int, seconds: float, think_s: float, sprea
 
 
 def merge(phases: Any) -> Phase:
-    phases = list(phases)
-    out = Phase(phases[0].name)
+    out, summed = Phase(""), ("turns", "tokens", "bytes", "build_cpu", "errors", "cpu",
+                              "own_cpu", "rss_peak", "delays", "issue", "wake", "handoff", "lags")
     for p in phases:
-        for f in ("turns", "tokens", "bytes", "build_cpu", "errors", "cpu", "own_cpu",
-                  "rss_peak"):
+        for f in summed:  # numbers added, lists joined
             setattr(out, f, getattr(out, f) + getattr(p, f))
-        for f in ("delays", "issue", "wake", "handoff", "lags"):
-            getattr(out, f).extend(getattr(p, f))
-        out.build_max = max(out.build_max, p.build_max)
-        out.wall = max(out.wall, p.wall)
-        out.error_text = out.error_text or p.error_text
+        out.name, out.error_text = p.name, out.error_text or p.error_text
+        out.build_max, out.wall = max(out.build_max, p.build_max), max(out.wall, p.wall)
     return out
 
 
@@ -404,7 +398,7 @@ def main() -> None:
     peak = own_peak + workers_peak
     print(f"RSS now {now:.0f} MB, peak {own_peak:.0f} MB (+ {workers_peak:.0f} MB over "
           f"{a.workers if a.workers > 1 else 0} worker processes = {peak:.0f} MB); blocks "
-          f"generated {bodies.generated_blocks:,}")
+          f"generated {'in the lanes processes' if split else f'{bodies.generated_blocks:,}'}")
     print(f"agentic_scale lanes={a.lanes} rss_mb={peak:.0f} "
           f"cpu_ms_per_100k={row['cpu_ms_per_100k']:.2f} "
           f"send_delay_p99_ms={row['delay_p99_ms']:.2f}"
