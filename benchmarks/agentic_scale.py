@@ -16,33 +16,40 @@ turn's due time and its body reaching the socket (p50/p99/max). Last line, for s
 `agentic_scale lanes=N rss_mb=X cpu_ms_per_100k=Y send_delay_p99_ms=Z` (the measured phase;
 ` workers=W` appended when W > 1).
 
-`--workers N` (N > 1) sends through harness.client.pool as `client.workers=N` does: the lanes
-and body building stay in this process, the HTTP work goes to N worker processes (lane mod N).
-CPU is then summed over all of them (from /proc: the forkserver's children are not ours for
-RUSAGE_CHILDREN), RSS is the sum of every process's peak, and the send delay includes the
-hand-off to the worker.
+`--workers N` (N > 1) splits the client over N processes as `client.workers=N` does, as
+`--split` says (`client.agentic_workers`): `scheduler` (default) sends through
+harness.client.pool (lanes and bodies here, the HTTP work in N processes, lane mod N; the send
+delay includes the hand-off); `lanes` splits the lanes (lane mod N, as
+harness.workloads.replay_split): each process builds and sends its own, the primers' end is
+one barrier over all and the measured phase starts at one instant. CPU and RSS peaks are
+summed over every process (the pool's from /proc: not ours for RUSAGE_CHILDREN).
 
 Run: python benchmarks/agentic_scale.py --lanes 1000 [--seconds 30] [--turns-per-s 50]
-     [--workers 2]
+     [--workers 2 [--split lanes]]
 Targets (issue 10): 1,000 lanes, RSS <= 2 GB, <= 20 ms client CPU per 100k-token turn, p99
-send delay <= 5 ms while the client uses under 80% of a core.
+send delay <= 5 ms while the client uses under 80% of a core. Issue 25: `--workers 2 --split
+lanes` at 1,000 lanes, due->send p99 no worse than one worker.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import math
 import os
 import resource
 import time
 from array import array
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from harness.client.pool import ClientPool
 from harness.client.streaming import ClientSettings, StreamingClient, run_async
+from harness.client.workers import process_context, run_partitioned
 from harness.config.compose import compose_sweep
 from harness.records import RequestSpec
 from harness.testing.spawn import spawn_server
@@ -214,9 +221,12 @@ async def _lag_probe(phases: list[Phase], stop: asyncio.Event) -> None:
 
 
 async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float,
-              think_s: float, spread_s: float, workers: int = 1
+              think_s: float, spread_s: float, workers: int = 1,
+              gate_all: Callable[[], Awaitable[float]] | None = None
               ) -> tuple[Phase, Phase, float]:
-    """The primers, then the measured phase; and the worker processes' summed peak RSS."""
+    """The primers, then the measured phase; and the worker processes' summed peak RSS.
+    gate_all: the measured phase's start instant once every process's primers are done
+    (--split lanes)."""
     warm, measured = Phase("primers"), Phase("measured")
     gate, deadline = asyncio.Event(), [math.inf]
     stop = asyncio.Event()
@@ -232,6 +242,8 @@ async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float
         while warm.turns < len(lanes):
             await asyncio.sleep(0.05)
         warm.stop()
+        if gate_all is not None:
+            await _sleep_until(await gate_all())
         measured.start()
         deadline[0] = measured.t0 + seconds
         gate.set()
@@ -241,6 +253,67 @@ async def run(url: str, lanes: list[Lane], bodies: AgenticBodies, seconds: float
     stop.set()
     await probe
     return warm, measured, workers_peak
+
+
+@dataclass
+class LanesPart:
+    """One process's lanes (--split lanes), and the barrier every process's primers end at."""
+
+    url: str
+    lane_ids: list[int]
+    seed: int
+    seconds: float
+    think_s: float
+    spread_s: float
+    gate: Any  # a Barrier over the processes; its action sets `start`
+    start: Any  # the measured phase's start instant (perf_counter, one clock on the host)
+
+
+def _start_soon(value: Any) -> None:  # the barrier's action, run once by the last to arrive
+    value.value = time.perf_counter() + 0.05
+
+
+def make_bodies(seed: int) -> AgenticBodies:
+    tokenizer = load_tokenizer(compose_sweep([]).model)
+    return AgenticBodies(BlockPrompts(tokenizer, seed), {"model": "m", "stream": True,
+                         "stream_options": {"include_usage": True}}, 0, "chat")
+
+
+def _lanes_job(part: LanesPart) -> tuple[Phase, Phase, float]:
+    bodies = make_bodies(part.seed)
+    lanes = [make_lane(i, part.seed) for i in part.lane_ids]
+
+    async def gate_all() -> float:  # waited in a thread: this loop goes on serving
+        await asyncio.get_running_loop().run_in_executor(None, part.gate.wait, 600.0)
+        return part.start.value
+
+    warm, measured, _ = run_async(run(part.url, lanes, bodies, part.seconds, part.think_s,
+                                      part.spread_s, 1, gate_all))
+    return warm, measured, rss_mb()[1]
+
+
+def run_lanes(url: str, n: int, seed: int, seconds: float, think_s: float, spread_s: float,
+              workers: int) -> tuple[Phase, Phase, float]:
+    """--split lanes: lane i in process i mod N, each with its own bodies and client; the
+    phases merged (turns and CPU summed, delays pooled, RSS peaks summed)."""
+    ctx = process_context()
+    start = ctx.Value("d", math.nan)
+    gate = ctx.Barrier(workers, action=functools.partial(_start_soon, start))
+    parts = [LanesPart(url, list(range(w, n, workers)), seed, seconds, think_s, spread_s,
+                       gate, start) for w in range(workers)]
+    got = run_partitioned(_lanes_job, parts)
+    return merge(p[0] for p in got), merge(p[1] for p in got), sum(p[2] for p in got)
+
+
+def merge(phases: Any) -> Phase:
+    out, summed = Phase(""), ("turns", "tokens", "bytes", "build_cpu", "errors", "cpu",
+                              "own_cpu", "rss_peak", "delays", "issue", "wake", "handoff", "lags")
+    for p in phases:
+        for f in summed:  # numbers added, lists joined
+            setattr(out, f, getattr(out, f) + getattr(p, f))
+        out.name, out.error_text = p.name, out.error_text or p.error_text
+        out.build_max, out.wall = max(out.build_max, p.build_max), max(out.wall, p.wall)
+    return out
 
 
 def rss_mb(pid: int | str = "self") -> tuple[float, float]:
@@ -296,31 +369,41 @@ def main() -> None:
     ap.add_argument("--spread-s", type=float, default=20.0, help="primers spread over this")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1,
-                    help="client processes (harness.client.pool, as client.workers=N)")
+                    help="client processes (as client.workers=N)")
+    ap.add_argument("--split", choices=("scheduler", "lanes"), default="scheduler",
+                    help="with --workers: one scheduler and the HTTP work over the processes "
+                    "(harness.client.pool), or the lanes themselves (client.agentic_workers)")
     a = ap.parse_args()
-    tokenizer = load_tokenizer(compose_sweep([]).model)
-    bodies = AgenticBodies(BlockPrompts(tokenizer, a.seed), {"model": "m", "stream": True,
-                           "stream_options": {"include_usage": True}}, 0, "chat")
+    bodies = make_bodies(a.seed)
     lanes = [make_lane(i, a.seed) for i in range(a.lanes)]
     inputs = np.array([ln.chain[-1].in_tokens for ln in lanes])
     print(f"{a.lanes} lanes; primer input tokens p50 {np.percentile(inputs, 50):,.0f}, "
           f"p99 {np.percentile(inputs, 99):,.0f}, max {inputs.max():,}; RSS before "
           f"{rss_mb()[0]:.0f} MB")
+    split = a.workers > 1 and a.split == "lanes"
     with spawn_server("harness.testing.sink_server") as port:
-        warm, measured, workers_peak = run_async(run(
-            f"http://127.0.0.1:{port}", lanes, bodies, a.seconds, a.lanes / a.turns_per_s,
-            a.spread_s, a.workers))
+        url = f"http://127.0.0.1:{port}"
+        if split:  # the lanes are rebuilt in their processes; this one only waits
+            del lanes
+            warm, measured, workers_peak = run_lanes(url, a.lanes, a.seed, a.seconds,
+                                                     a.lanes / a.turns_per_s, a.spread_s,
+                                                     a.workers)
+        else:
+            warm, measured, workers_peak = run_async(run(
+                url, lanes, bodies, a.seconds, a.lanes / a.turns_per_s, a.spread_s,
+                a.workers))
     report(warm)
     row = report(measured)
     now, own_peak = rss_mb()
     peak = own_peak + workers_peak
     print(f"RSS now {now:.0f} MB, peak {own_peak:.0f} MB (+ {workers_peak:.0f} MB over "
           f"{a.workers if a.workers > 1 else 0} worker processes = {peak:.0f} MB); blocks "
-          f"generated {bodies.generated_blocks:,}")
+          f"generated {'in the lanes processes' if split else f'{bodies.generated_blocks:,}'}")
     print(f"agentic_scale lanes={a.lanes} rss_mb={peak:.0f} "
           f"cpu_ms_per_100k={row['cpu_ms_per_100k']:.2f} "
           f"send_delay_p99_ms={row['delay_p99_ms']:.2f}"
-          + (f" workers={a.workers}" if a.workers > 1 else ""))
+          + (f" workers={a.workers}" if a.workers > 1 else "")
+          + (" split=lanes" if split else ""))
 
 
 if __name__ == "__main__":

@@ -310,6 +310,10 @@ class ClientConfig:
     max_event_bytes: int = 4 << 20
     # Client processes a point's load is split over (harness/client/workers.py); 1: one.
     workers: int = 1
+    # Agentic lanes over workers > 1: "scheduler" (one scheduler, the HTTP work over the
+    # processes: harness/client/pool.py, AIPerf's shape) | "lanes" (the lanes themselves,
+    # each process its own scheduler on a shared idle clock: harness/workloads/replay_split.py)
+    agentic_workers: str = "scheduler"
     # What reads the measured stream: aiohttp, or httptools (our own protocol over llhttp,
     # harness/client/h1_stream.py; docs/client.md "Transports").
     transport: str = "aiohttp"

@@ -297,6 +297,10 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("client.transport"), "client.transport",
                           f"unknown transport {sc.client.transport!r}",
                           "use aiohttp (the default) or httptools (docs/client.md)")
+    if sc.client.agentic_workers not in ("scheduler", "lanes"):
+        raise ConfigError(where("client.agentic_workers"), "client.agentic_workers",
+                          f"unknown split {sc.client.agentic_workers!r}",
+                          "use scheduler (the default) or lanes (docs/replay.md)")
     check_speculator(sc, where)
     check_correctness(sc, where)
     topo = sc.topology

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.client.health import ClientHealth
 from harness.client.pool import open_client
 from harness.client.streaming import PhaseResult, run_async
 from harness.config.errors import ConfigError
@@ -26,7 +27,8 @@ from harness.workloads.agentx_facts import agentx_facts
 from harness.workloads.base import LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
 from harness.workloads.prompts import BlockPrompts
-from harness.workloads.replay import Replayer, ReplaySettings
+from harness.workloads.replay import Replayer, ReplayResult, ReplaySettings
+from harness.workloads.replay_split import LanesJob, replay_over_lanes
 from harness.workloads.traces import Trace, scenario_traces
 from harness.workloads.traces.fit import Fit, fit_traces
 
@@ -147,12 +149,21 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
     rs = replay_settings(scen, scenario_file(w.sc))
     settings = replace(target.settings, base_url=target.base_url)
     box: dict[str, prometheus.Sample] = {}
+    cap = "max_completion_tokens" if rs.request_style == "aiperf" else "max_tokens"
+    if settings.workers > 1 and w.sc.client.agentic_workers == "lanes":
+        # the lanes over the processes, each its own scheduler (harness.workloads.replay_split)
+        assert w.prompts is not None
+        job = LanesJob(settings, w.traces, level.concurrency, [], rs, w.prompts, w.body,
+                       w.overhead, scen.cache_bust, cap, level.seed + level.repeat,
+                       level.point_id)
+        result, health = replay_over_lanes(
+            job, settings.workers, lambda: box.setdefault("before", target.scrape()), on_done)
+        return _measurement(result, health, box, target.scrape())
 
     async def go() -> tuple[Any, Any]:
         # client.workers > 1: the scheduler stays here, the HTTP work goes to worker
         # processes (harness.client.pool); 1: the in-process client, as ever.
         async with open_client(settings) as client:
-            cap = "max_completion_tokens" if rs.request_style == "aiperf" else "max_tokens"
             bodies = AgenticBodies(w.prompts, w.body, w.overhead, rs.api,
                                    cache_bust=scen.cache_bust, max_tokens_field=cap)
             replayer = Replayer(client, w.traces, level.concurrency, rs, bodies,
@@ -164,7 +175,11 @@ def replay_point(w: AgenticLaneWorkload, target: Target, level: LoadLevel,
             return result, await probe.stop()
 
     result, health = run_async(go())
-    after = target.scrape()
+    return _measurement(result, health, box, target.scrape())
+
+
+def _measurement(result: ReplayResult, health: ClientHealth, box: dict[str, prometheus.Sample],
+                 after: prometheus.Sample) -> Measurement:
     measured = [r for r in result.records if r.phase == PHASE_MEASURED]
     warm = [r for r in result.records if r.phase != PHASE_MEASURED]
     warm_phase = PhaseResult(warm, result.start_ts, result.start_ts, result.start_wall, health)

@@ -27,6 +27,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from harness.client.streaming import StreamingClient
 from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord, RequestSpec
@@ -76,6 +77,19 @@ class ReplayResult:
         return self.end_ts - self.start_ts
 
 
+class ReplaySync(Protocol):
+    """The barriers a replay shares with the other processes running its lanes
+    (harness.workloads.replay_split); without one, the replay is the whole point."""
+
+    async def top(self, lead: float) -> float:
+        """This process's longest primer lead -> the longest over every process; every
+        process's lanes start when this returns."""
+
+    async def drained(self, least: float) -> tuple[float, float, float]:
+        """This process's warmup drained, its parked turns' least offset -> (the profiling
+        start t0, the least offset over every process, the wall time at t0)."""
+
+
 @dataclass
 class _Lane:
     index: int
@@ -109,7 +123,9 @@ class Replayer:
     def __init__(self, client: StreamingClient, traces: list[Trace], lanes: int,
                  settings: ReplaySettings, bodies: AgenticBodies, seed: int,
                  on_done: Callable[[RequestRecord], None] | None = None,
-                 salt_prefix: str = "") -> None:
+                 salt_prefix: str = "", lane_ids: list[int] | None = None,
+                 sampler: TraceSampler | None = None, clock: ReplayClock | None = None,
+                 sync: ReplaySync | None = None) -> None:
         if not traces:
             raise ValueError("no traces to replay")
         self.client, self.traces, self.n_lanes = client, traces, lanes
@@ -117,10 +133,14 @@ class Replayer:
         self.salt_prefix = salt_prefix  # cache-bust scope: one point never shares another's
         self.plans = [build_plan(t, settings.join_rule, settings.pacing, settings.split_chains)
                       for t in traces]
-        self.sampler = TraceSampler(len(traces), settings.recycle)
+        # lane_ids, sampler, clock, sync: this process runs some of the point's lanes
+        # (harness.workloads.replay_split); by default it runs them all.
+        self.lane_ids = list(range(lanes)) if lane_ids is None else lane_ids
+        self.sampler = sampler or TraceSampler(len(traces), settings.recycle)
+        self.sync = sync
         self.trees: list[tuple[int, str]] = []
         self.records: list[RequestRecord] = []
-        self.clock = ReplayClock(settings.idle_cap_s, settings.tree_cap_s)
+        self.clock = clock or ReplayClock(settings.idle_cap_s, settings.tree_cap_s)
         self.deadline = math.inf
         self.warming = True
         self._parked: list[tuple[float, asyncio.Future[float]]] = []
@@ -293,7 +313,7 @@ class Replayer:
     def _lanes(self) -> list[_Lane]:
         # Distinct traces first (the sampler's first draws); lanes beyond the corpus wrap.
         return [_Lane(i, self.sampler.first(i), self.s.warmup_requests_per_lane)
-                for i in range(self.n_lanes)]
+                for i in self.lane_ids]
 
     async def _warmup_drained(self, lanes: list[_Lane], tasks: list[asyncio.Task[None]]
                               ) -> None:
@@ -305,13 +325,19 @@ class Replayer:
                     raise t.exception()  # a lane failed: never wait on it
             await asyncio.sleep(_POLL_S)
 
-    def _handoff(self) -> float:
+    def _least(self) -> float:
+        return min((w for w, _ in self._parked), default=math.inf)
+
+    def _handoff(self, t0: float | None = None, least: float | None = None) -> float:
         """Profiling starts: parked turns fire at their offsets less the smallest of them (the
-        earliest at once, the others keep their spacing); the caps and the deadline start."""
+        earliest at once, the others keep their spacing); the caps and the deadline start.
+        t0 and least: the instant and the smallest offset over every process (ReplaySync)."""
         self.warming = False
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() if t0 is None else t0
         self.deadline = t0 + self.s.duration_s
-        least = min((w for w, _ in self._parked), default=0.0)
+        if least is None:
+            least = self._least()
+        least = least if math.isfinite(least) else 0.0
         for w, fut in self._parked:
             fut.set_result(t0 + w - least)
         self._parked.clear()
@@ -330,6 +356,8 @@ class Replayer:
             firsts.append(tree)
             plans_in.append(self._snapshot(tree, sp, leads))
         top = max(leads, default=0.0)
+        if self.sync is not None:  # the spread is over every process's lanes
+            top = await self.sync.top(top)
         lead_iter = iter(leads)
         for entries in plans_in:  # the spread: each primer goes max_lead - lead after start
             for i, (stream, e, b) in enumerate(entries):
@@ -341,10 +369,14 @@ class Replayer:
                  for ln, tr, en in zip(lanes, firsts, plans_in, strict=True)]
         try:
             await self._warmup_drained(lanes, tasks)
-            if self.on_measured_start is not None:
-                self.on_measured_start()
-            start_wall = time.time()
-            t0 = self._handoff()
+            if self.sync is not None:  # profiling starts when every process's warmup drained
+                at, least, start_wall = await self.sync.drained(self._least())
+                t0 = self._handoff(at, least)
+            else:
+                if self.on_measured_start is not None:
+                    self.on_measured_start()
+                start_wall = time.time()
+                t0 = self._handoff()
             await asyncio.gather(*tasks)
         finally:
             for t in tasks:
@@ -353,14 +385,19 @@ class Replayer:
         return self._result(t0, start_wall, points)
 
     def _result(self, t0: float, start_wall: float, points: list[float]) -> ReplayResult:
-        kept = [r for r in self.records if r.phase == PHASE_MEASURED and r.ok]
-        if self.s.window == "requests" and kept:
-            # AgentX divides by (last request end - first request start) of the kept records
-            # (docs/upstream/agentx.md §2.2)
-            start, end = min(r.send_ts for r in kept), max(r.end_ts for r in kept)
-        else:
-            measured = [r.end_ts for r in self.records if r.phase == PHASE_MEASURED]
-            start, end = t0, max([self.deadline, *measured])
+        start, end = measured_window(self.records, self.s.window, t0, self.deadline)
         return ReplayResult(self.records, start, end, start_wall, self._sessions_started,
                             self._sessions_finished, t0, self.deadline, points, self.trees,
                             self.clock.jumps)
+
+
+def measured_window(records: list[RequestRecord], rule: str, t0: float, deadline: float
+                    ) -> tuple[float, float]:
+    """The measured window (ReplaySettings.window) over a replay's records."""
+    kept = [r for r in records if r.phase == PHASE_MEASURED and r.ok]
+    if rule == "requests" and kept:
+        # AgentX divides by (last request end - first request start) of the kept records
+        # (docs/upstream/agentx.md §2.2)
+        return min(r.send_ts for r in kept), max(r.end_ts for r in kept)
+    measured = [r.end_ts for r in records if r.phase == PHASE_MEASURED]
+    return t0, max([deadline, *measured])

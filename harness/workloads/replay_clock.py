@@ -43,6 +43,26 @@ class Jumps:
     tree: int = 0
     tree_s: float = 0.0
     shifts: list[tuple[str, float, int]] = field(default_factory=list)  # scope, s, timers
+    at: list[float] = field(default_factory=list)  # when each shift was made (perf_counter)
+
+    def add(self, scope: str, by: float, timers: int, at: float) -> None:
+        self.shifts.append((scope, by, timers))
+        self.at.append(at)
+        if scope == "system":
+            self.system += 1
+            self.system_s += by
+        else:
+            self.tree += 1
+            self.tree_s += by
+
+    @staticmethod
+    def merged(parts: list[Jumps]) -> Jumps:
+        """Several processes' shifts as one record, in the order they were made."""
+        out = Jumps()
+        rows = sorted((at, sh) for p in parts for at, sh in zip(p.at, p.shifts, strict=True))
+        for at, (scope, by, n) in rows:
+            out.add(scope, by, n, at)
+        return out
 
 
 class ReplayClock:
@@ -80,7 +100,7 @@ class ReplayClock:
         t = _Timer(due, tree, loop.create_future())
         self._timers.add(t)
         self._arm(t)
-        if self._sys_expired or tree in self._tree_expired:
+        if self._system_expired() or tree in self._tree_expired:
             loop.call_soon(self._recheck, tree)
         try:
             return t if await t.fut else None
@@ -98,31 +118,39 @@ class ReplayClock:
     def _fire(self, t: _Timer) -> None:
         if not t.fut.done():
             t.fut.set_result(True)
-            if self._sys_expired or t.tree in self._tree_expired:
+            if self._system_expired() or t.tree in self._tree_expired:
                 # what it woke may send nothing (a join): then pull the next one in
                 asyncio.get_running_loop().call_soon(self._recheck, t.tree)
+
+    def pending(self) -> tuple[float, int]:
+        """(the earliest due, how many) of the timers still waiting."""
+        dues = [t.due for t in self._timers if not t.fut.done()]
+        return min(dues, default=math.inf), len(dues)
+
+    def move(self, by: float) -> int:
+        """Every waiting timer `by` seconds earlier (a system shift decided elsewhere)."""
+        pending = [t for t in self._timers if not t.fut.done()]
+        for t in pending:
+            t.due -= by
+            self._arm(t)
+        return len(pending)
 
     def _shift(self, timers: list[_Timer], scope: str) -> None:
         pending = [t for t in timers if not t.fut.done()]
         if not pending:
             return
-        by = min(t.due for t in pending) - time.perf_counter()
+        now = time.perf_counter()
+        by = min(t.due for t in pending) - now
         if by <= 0:
             return
         for t in pending:
             t.due -= by
             self._arm(t)
-        self.jumps.shifts.append((scope, by, len(pending)))
-        if scope == "system":
-            self.jumps.system += 1
-            self.jumps.system_s += by
-        else:
-            self.jumps.tree += 1
-            self.jumps.tree_s += by
+        self.jumps.add(scope, by, len(pending), now)
 
     def _recheck(self, tree: str) -> None:
-        if self._sys_expired and self.inflight == 0:
-            self._shift(list(self._timers), "system")
+        if self._system_expired():
+            self._system_recheck()
         if tree in self._tree_expired and self._tree_inflight[tree] == 0:
             self._shift([t for t in self._timers if t.tree == tree], tree)
 
@@ -130,11 +158,8 @@ class ReplayClock:
     def started(self, tree: str) -> None:
         self.inflight += 1
         self._tree_inflight[tree] += 1
-        self._sys_expired = False
+        self._system_busy()
         self._tree_expired.discard(tree)
-        if self._sys_dog is not None:
-            self._sys_dog.cancel()
-            self._sys_dog = None
         dog = self._tree_dog.pop(tree, None)
         if dog is not None:
             dog.cancel()
@@ -142,10 +167,11 @@ class ReplayClock:
     def finished(self, tree: str) -> None:
         self.inflight -= 1
         self._tree_inflight[tree] -= 1
+        idle = self._system_done()
         if self.active and self._tree_inflight[tree] == 0:
             self.tree_idle(tree)
-        if self.active and self.inflight == 0:
-            self._arm_system()
+        if self.active and idle:
+            self._system_idle()
 
     def tree_idle(self, tree: str) -> None:
         """The tree has nothing in flight from now (also: a tree idle when caps activate)."""
@@ -169,6 +195,27 @@ class ReplayClock:
         if self._tree_inflight[tree] == 0:
             self._tree_expired.add(tree)
             self._shift([t for t in self._timers if t.tree == tree], tree)
+
+    # ---- the system cap: this process's own (harness.workloads.replay_split shares it) ----------
+    def _system_busy(self) -> None:
+        self._sys_expired = False
+        if self._sys_dog is not None:
+            self._sys_dog.cancel()
+            self._sys_dog = None
+
+    def _system_done(self) -> bool:
+        """A request ended: is nothing in flight anywhere now?"""
+        return self.inflight == 0
+
+    def _system_idle(self) -> None:
+        self._arm_system()
+
+    def _system_expired(self) -> bool:
+        return self._sys_expired
+
+    def _system_recheck(self) -> None:
+        if self.inflight == 0:
+            self._shift(list(self._timers), "system")
 
     def _arm_system(self) -> None:
         if self._sys_dog is not None:
@@ -195,7 +242,7 @@ class ReplayClock:
         for tr in trees:
             self.tree_idle(tr)
         if self.inflight == 0:
-            self._arm_system()
+            self._system_idle()
 
     def _at_deadline(self) -> None:
         for t in list(self._timers):
