@@ -224,3 +224,29 @@ def test_show_says_where_each_workspace_file_comes_from() -> None:
         "/workspace/benchmarks/p.sh": ("checkout", "o/r@abc:benchmarks/p.sh"),
         "/workspace/results/m.json": ("output", "written by the job"),
         "/workspace/gpu_metrics.csv": ("output", "written by the job")}
+
+
+def test_a_command_reading_upstreams_checkout_needs_engine_workspace(tmp_path) -> None:
+    """DeepSeek-V4's agentic SGLang command reads its chat template from /workspace (upstream's
+    checkout in the container): the launch is refused without engine.workspace, and with it the
+    checkout is mounted read-only there, the job's results/ writable beside it."""
+    from harness.config.errors import ConfigError
+    from harness.engines.workspace import check_workspace, checkout_files
+
+    recipe = yaml.safe_load((RECIPES / "dsv4-fp4-b200-sglang-agentic-hicache-mtp.yaml")
+                            .read_text())
+    sc = compose_recipe(recipe, ["concurrency=[1]"])
+    files = checkout_files(sc)
+    assert files and all(f.endswith("deepseek_v4_thinking.jinja") for f in files), files
+    with pytest.raises(ConfigError, match=r"engine\.workspace"):
+        check_workspace(sc, lambda key: "recipe")
+    checkout = tmp_path / "InferenceX"
+    checkout.mkdir()
+    sc = compose_recipe(recipe, ["concurrency=[1]", f"engine.workspace={checkout}"])
+    check_workspace(sc, lambda key: "recipe")
+    from harness.engines.registry import make_adapter
+
+    argv = make_adapter(sc).launch_plan(8888, 1).argv
+    assert f"{checkout}:/workspace:ro" in argv and "{launch_dir}/results:/workspace/results" in argv
+    plain = yaml.safe_load((RECIPES / "dsr1-fp4-b200-sglang.yaml").read_text())
+    assert checkout_files(compose_recipe(plain, ["concurrency=[4]"])) == []

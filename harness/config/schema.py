@@ -91,6 +91,10 @@ class EngineConfig:
     # trtllm, atom, llamacpp); None = recognised from the names its /metrics shows
     family: str | None = None
     python: str | None = None  # interpreter that runs the engine (None = this one)
+    # An InferenceX checkout, mounted read-only at /workspace where upstream runs its scripts:
+    # catalog commands that read its files (chat templates, patch scripts) need it
+    # (harness/engines/workspace.py). None: nothing mounted.
+    workspace: str | None = None
     # The server command as the upstream script runs it (InferenceX catalog recipes): argv
     # with {model} {port} {host} {tp} {ep} {pp} {dp} {conc} {isl} {osl} {max_model_len}
     # placeholders, used instead of the adapter's own flags; the adapter adds only what

@@ -61,7 +61,7 @@ CHECKS_ONLY = ("kind", "version", "speculators", "can_inject_acceptance", "start
 # image before the server, containerize; kv_offload: harness/engines/kv_offload.py, or carried by
 # an upstream command that spells its own offload flags)
 LAUNCH_SETTINGS = ("extra_args", "env", "image", "container_runtime", "python", "argv_template",
-                   "host", "helpers", "port_offset", "setup", "kv_offload")
+                   "host", "helpers", "port_offset", "setup", "kv_offload", "workspace")
 # an attached server: nothing is launched, so nothing about a launch applies
 # (can_inject_acceptance: the attached server was started with its own injection knob set,
 # and the harness verifies the AL it realises: the InferenceX attach path)
@@ -276,9 +276,12 @@ class EngineAdapter(ABC):
             from harness.engines.setup_steps import with_setup
 
             plan = dataclasses.replace(plan, argv=with_setup(self.sc.engine.setup, plan.argv))
+        from harness.engines.workspace import docker_mounts, pyxis_mounts
+
         if self.sc.engine.container_runtime == "pyxis":  # inside a Slurm allocation
+            mounts = f"{LAUNCH_DIR}:/launch{pyxis_mounts(self.sc, LAUNCH_DIR)}"
             argv = ["srun", "--overlap", "--ntasks=1", f"--container-image={image}",
-                    f"--container-mounts={LAUNCH_DIR}:/launch", "--container-workdir=/launch",
+                    f"--container-mounts={mounts}", "--container-workdir=/launch",
                     "--export=ALL", *plan.argv]
             return LaunchPlan(argv=argv, env=plan.env, files=plan.files, port=plan.port,
                               ready_paths=plan.ready_paths)
@@ -287,7 +290,8 @@ class EngineAdapter(ABC):
         for k in sorted(plan.env):
             argv += ["-e", k]  # the value comes from the environment, never the command line
         argv += ["-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface",
-                 "-v", f"{LAUNCH_DIR}:/launch", "-w", "/launch", image, *plan.argv]
+                 "-v", f"{LAUNCH_DIR}:/launch", *docker_mounts(self.sc, LAUNCH_DIR),
+                 "-w", "/launch", image, *plan.argv]
         return LaunchPlan(argv=argv, env=plan.env, files=plan.files, port=plan.port,
                           ready_paths=plan.ready_paths)
 

@@ -35,7 +35,7 @@ def engine_settings_hash(sc: SweepConfig) -> str:
         if e.get(k) == v:
             del e[k]
     for k in ("url", "api_key_env", "startup_timeout_s", "version", "image", "python", "host",
-              "family"):
+              "family", "workspace"):
         e.pop(k, None)
     return _digest(e)[:10]
 

@@ -28,6 +28,7 @@ from harness.engines.profiler import PointProfiler
 from harness.engines.registry import adapter_class, make_adapter
 from harness.engines.sampler import MetricsSampler
 from harness.engines.session import EngineSession
+from harness.engines.workspace import check_workspace
 from harness.evals.context import with_eval_context
 from harness.publish.report import print_summary
 from harness.record import energy
@@ -114,6 +115,8 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
     """Everything before the engine starts: the workload built and its requests encoded, the
     adapter built whole from the recipe, the acceptance plan and the workload's hints."""
     adapter_class(sc.engine.kind).check(sc, locate)  # cheap refusals first
+    if sc.engine.kind != "endpoint":  # a launch reading upstream's checkout needs one
+        check_workspace(sc, locate)
     problem = profiler.support_problem(sc)
     if problem:
         key, what, fix = problem

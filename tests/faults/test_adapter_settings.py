@@ -48,6 +48,7 @@ VALUES: dict[str, Any] = {
     "threads": 1,
     "cpu_affinity": False,
     "nice": 7,
+    "workspace": "/",  # a directory that exists: the launch check reads it
     "url": "http://distinct.example:1234",
     "api_key_env": "DISTINCT_KEY_ENV",
     "family": "sglang",
@@ -112,6 +113,8 @@ for _kind in ("vllm", "sglang", "trtllm", "atom"):
     AUDIT[_kind].update(_LAUNCHED_CATALOG)
 for _kind in AUDIT:  # engine.nice: only the embedded llama.cpp shares the client's cores
     AUDIT[_kind]["nice"] = A if _kind == "llamacpp" else R
+    # engine.workspace: upstream's checkout, mounted in a launched engine's container
+    AUDIT[_kind]["workspace"] = A if _kind in ("vllm", "sglang", "trtllm", "atom") else R
 for _kind in AUDIT:  # profiler.support_problem refuses engines without the endpoints
     AUDIT[_kind].update({"profile": A, "reset_cache_before_point": A})
 AUDIT["endpoint"].update({"kv_offload": R, "helpers": R, "setup": R, "port_offset": R,
@@ -172,6 +175,9 @@ def _applied(kind: str, name: str, value: Any, sc: SweepConfig, r: dict[str, Any
         assert pinned and _render(_with(kind, threads=-1, cpu_affinity=False))["plan"].cpus is None
     elif name == "nice":
         assert r["plan"].nice == value
+    elif name == "workspace":
+        mounted = _render(_with(kind, workspace="/", image=VALUES["image"]))["plan"].argv
+        assert "/:/workspace:ro" in mounted or any(":/workspace:ro" in a for a in mounted)
     elif name == "python":
         assert argv[0] == value
     elif name == "argv_template":
