@@ -48,6 +48,7 @@ from harness.testing.spawn import spawn_server
 # SGLang's AL is a gauge sampled once a second over 40-step decode-log intervals: slower steps
 # give each point several readings; the counter engines verify from any window.
 STEP_MS = {"sglang": 10.0, "vllm": 2.0, "trtllm": 2.0, "atom": 2.0}
+FAST_STEP_MS = 2.0  # keys without speculation: nothing to sample, only tokens to stream
 Shape = tuple[str, int, str | None]
 # The emulator's AL for a spec key with no AL to inject (it runs at real acceptance): any
 # value inside (1, k+1] serves, the harness reads but cannot verify it.
@@ -84,7 +85,7 @@ class Fleet:
             self.up[shape] = self._start(shape)
         eport, rport = self.up[shape]
         al, k = (p.al, p.k) if p.al is not None else (UNVERIFIED_AL if p.k else 1.0, max(p.k, 1))
-        retune(eport, al, k, self.bias)
+        retune(eport, al, k, self.bias, STEP_MS[p.engine] if p.k else FAST_STEP_MS)
         engine = f"http://127.0.0.1:{eport}"
         return (f"http://127.0.0.1:{rport}", engine) if rport is not None else (engine, None)
 
@@ -102,8 +103,8 @@ class Fleet:
         return eport, rport
 
 
-def retune(port: int, al: float, k: int, bias: float) -> None:
-    body = orjson.dumps({"al": al, "k": k, "al_bias": bias})
+def retune(port: int, al: float, k: int, bias: float, step_ms: float) -> None:
+    body = orjson.dumps({"al": al, "k": k, "al_bias": bias, "step_ms": step_ms})
     req = urllib.request.Request(f"http://127.0.0.1:{port}/debug/acceptance", data=body,
                                  method="POST", headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as r:

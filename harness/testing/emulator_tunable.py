@@ -1,5 +1,6 @@
 """The engine emulator, retunable between points: `POST /debug/acceptance` sets the injected
-acceptance length, the draft length and the AL bias of a running emulator, so one emulator per
+acceptance length, the draft length, the AL bias and (optionally) the decode step period of a
+running emulator, so one emulator per
 (engine, dp) serves many catalog keys in turn (`harness catalog verify-e2e`,
 harness/testing/catalog_e2e.py) instead of one process start per key.
 
@@ -63,9 +64,12 @@ class TunableEmulator(engine_emulator.Emulator):
                              + self.template(roles))
         return await super().completions(request)
 
-    def retune(self, al: float, k: int, al_bias: float) -> None:
+    def retune(self, al: float, k: int, al_bias: float, step_ms: float | None = None) -> None:
         rates = synthetic_rates(min(max(al + al_bias, 1.0), k + 1.0), k)  # ValueError if bad
+        if step_ms is not None and not step_ms > 0:
+            raise ValueError(f"step_ms must be positive, got {step_ms}")
         self.o.al, self.o.k, self.o.al_bias = al, k, al_bias
+        self.o.step_ms = self.o.step_ms if step_ms is None else step_ms
         self.rates = rates
         for r in self.ranks:
             r.per_pos = (r.per_pos + [0] * k)[:k]
@@ -79,7 +83,9 @@ class TunableEmulator(engine_emulator.Emulator):
             return web.Response(status=409, text="requests are running\n")
         body: dict[str, Any] = orjson.loads(await request.read() or b"{}")
         try:
-            self.retune(float(body["al"]), int(body["k"]), float(body.get("al_bias", 0.0)))
+            step = body.get("step_ms")
+            self.retune(float(body["al"]), int(body["k"]), float(body.get("al_bias", 0.0)),
+                        None if step is None else float(step))
         except (KeyError, TypeError, ValueError) as e:
             return web.Response(status=400, text=f"{e}\n")
         return web.json_response({"al": self.o.al, "k": self.o.k, "al_bias": self.o.al_bias})
