@@ -36,7 +36,7 @@ from harness.record.results import RunDir
 from harness.spec import acceptance
 
 AGENTIC_SHORT = "agentic-weka-cpu"  # scenarios/agentic-weka-cpu.yaml: traces in the repo
-AGENTIC_S = 8.0
+AGENTIC_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,16 +121,17 @@ def attach_config(p: KeyPoint, url: str, metrics_url: str | None, short: Short,
     sc = p.sc
     engine = EngineConfig(kind="endpoint", url=url, metrics_url=metrics_url, family=p.engine,
                           can_inject_acceptance=True, startup_timeout_s=30.0)
+    # SGLang's AL is a gauge read once a second, one distinct reading per 40-step decode
+    # interval (harness/engines/acceptance_counters.py): twice the window for its draws
+    slow = 2 if p.engine == "sglang" and p.k else 1
     if p.kind == "agentic":
-        # SGLang's AL is a gauge read once a second, one distinct reading per 40-step decode
-        # interval (harness/engines/acceptance_counters.py): twice the window for its draws
-        secs = short.agentic_s * (2 if p.engine == "sglang" else 1)
+        secs = short.agentic_s * slow
         scenario = replace(compose_sweep([f"scenarios={AGENTIC_SHORT}"]).scenario,
                            duration_s=secs, min_measured_s=secs / 4,
                            warmup_requests_per_lane=1, max_failed_share=0.5,
                            fit_factor=short.agentic_fit)
     else:
-        scenario = replace(sc.scenario, requests_per_conc=short.requests,
+        scenario = replace(sc.scenario, requests_per_conc=short.requests * slow,
                            warmup_per_conc=short.requests)
     model = replace(sc.model, tokenizer=short.tokenizer) if short.tokenizer else sc.model
     client = replace(sc.client, max_stamp_err_ms=short.max_stamp_err_ms,
