@@ -45,7 +45,7 @@ class Short:
     requests: int = 1  # fixed: measured and warmup requests per concurrency
     agentic_s: float = AGENTIC_S  # agentic: measured replay seconds
     agentic_fit: int = 4  # agentic: trace token counts / this (longer outputs: more drafts)
-    tokenizer: str | None = None  # a tokenizer.json (or HF id) for every key's model
+    tokenizer: str | None = None  # a tokenizer directory (or HF id) for every key's model
     max_stamp_err_ms: float = 20.0  # a shared, loaded host: the client's own health bounds
     max_queue_delay_ms: float = 100.0
 
@@ -62,7 +62,8 @@ class KeyPoint:
     k: int  # draft length (0: no speculation)
     al: float | None  # the AL the sweep injects; None: no speculation, or none to inject
     launch: str  # the launch's tag
-    sc: SweepConfig | None = None  # the key's launch, before it is made an attach point
+    sc: SweepConfig | None = None  # the key's launch, before it is made an attach point;
+    # None: the key could not be planned (`unverified` says why) and does not run
     # why the injected AL cannot be verified: the point then runs at the key's own default
     # acceptance mode (real, for a fixed key), so the attach path still runs, but the key fails
     unverified: str = ""
@@ -110,6 +111,13 @@ def plan_key(key: str) -> KeyPoint:
         own = choose_launch(compose_sweep([f"recipe={key}"]))
         return KeyPoint(**base, al=None, sc=own.sc, unverified=why)
     return KeyPoint(**base, al=plan.length if plan.mode == "injected" else None, sc=one)
+
+
+def unplanned(key: str, e: Exception) -> KeyPoint:
+    """A key whose recipe did not compose: a row of the table, not the end of the walk."""
+    why = f"not planned: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+    return KeyPoint(key=key, engine="-", kind="-", dp=0, router=None, concurrency=0, k=0,
+                    al=None, launch="", unverified=why)
 
 
 def attach_config(p: KeyPoint, url: str, metrics_url: str | None, short: Short,

@@ -41,6 +41,7 @@ from harness.sweep.attach_check import (
     plan_key,
     run_key,
     table,
+    unplanned,
 )
 from harness.testing.self_gate import tokenizer_file
 from harness.testing.spawn import spawn_server
@@ -111,6 +112,13 @@ def retune(port: int, al: float, k: int, bias: float, step_ms: float) -> None:
         r.read()
 
 
+def _plan(key: str) -> KeyPoint:
+    try:
+        return plan_key(key)
+    except Exception as e:  # a recipe that does not compose is that key's failure
+        return unplanned(key, e)
+
+
 @contextlib.contextmanager
 def _quiet(log: Path) -> Iterator[None]:
     """A key's sweep output (progress bars, summaries) into its log, not the table's stream."""
@@ -119,27 +127,30 @@ def _quiet(log: Path) -> Iterator[None]:
         yield
 
 
+def _one(fleet: Fleet, p: KeyPoint, short: Short, out: Path) -> KeyResult:
+    if p.sc is None:
+        return KeyResult(p, why_not=p.unverified)
+    t0 = time.perf_counter()
+    try:
+        url, metrics = fleet.urls(p)
+    except Exception as e:  # an emulator that would not start or retune
+        return KeyResult(p, seconds=time.perf_counter() - t0, why_not=f"emulator: {e}")
+    with _quiet(out / "logs" / f"{p.key}.log"):
+        return run_key(p, url, metrics, short, out / "runs")
+
+
 def verify(keys: list[str], out: Path, short: Short | None = None, bias: float = 0.0,
            progress: io.TextIOBase | None = None) -> list[KeyResult]:
     """Plan every key, then run them grouped by emulator shape (one emulator each)."""
     short = short or Short(tokenizer=str(tokenizer_file().parent))
-    points = [plan_key(k) for k in keys]
+    points = [_plan(k) for k in keys]
     order = sorted(points, key=lambda p: (p.engine, p.dp, p.router or "", p.key))
     results: dict[str, KeyResult] = {}
     with contextlib.ExitStack() as stack:
         fleet = Fleet(stack, bias)
         for p in order:
-            t0 = time.perf_counter()
-            try:
-                url, metrics = fleet.urls(p)
-            except Exception as e:  # an emulator that would not start or retune
-                results[p.key] = KeyResult(p, seconds=time.perf_counter() - t0,
-                                           why_not=f"emulator: {e}")
-            else:
-                with _quiet(out / "logs" / f"{p.key}.log"):
-                    results[p.key] = run_key(p, url, metrics, short, out / "runs")
+            r = results[p.key] = _one(fleet, p, short, out)
             if progress is not None:
-                r = results[p.key]
                 print(f"{'ok  ' if r.ok else 'FAIL'} {p.key} {r.seconds:.1f}s {r.why_not[:120]}",
                       file=progress, flush=True)
     return [results[p.key] for p in points]
