@@ -8,19 +8,27 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
+import orjson
 import pytest
 
-from harness.testing.catalog_e2e import verify
+from harness.sweep.attach_check import Short
+from harness.testing.catalog_e2e import retune, verify
+from harness.testing.self_gate import tokenizer_file
+from harness.testing.spawn import spawn_server
 
 # Each key is a whole sweep job against a real emulator process (seconds each).
 pytestmark = pytest.mark.slow
 
 SAMPLE = ["dsv4-fp4-b200-vllm", "dsv4-fp4-b200-trt-mtp", "dsv4-fp4-b200-vllm-agentic-mtp"]
+# 8 ranks at concurrency 32 draw hundreds of drafts a second: half the command's agentic window
+FAST = Short(agentic_s=5.0, tokenizer=str(tokenizer_file().parent))
 
 
 def test_a_sample_of_keys_verifies_end_to_end(tmp_path) -> None:
-    by_key = {r.point.key: r for r in verify(SAMPLE, tmp_path)}
+    by_key = {r.point.key: r for r in verify(SAMPLE, tmp_path, FAST)}
     assert set(by_key) == set(SAMPLE)
     for r in by_key.values():
         assert r.ok, (r.point.key, r.why_not)
@@ -38,7 +46,7 @@ def test_a_sample_of_keys_verifies_end_to_end(tmp_path) -> None:
 
 
 def test_a_wrong_realised_al_fails_the_key(tmp_path) -> None:
-    [r] = verify(["dsv4-fp4-b200-trt-mtp"], tmp_path, bias=-0.25)
+    [r] = verify(["dsv4-fp4-b200-trt-mtp"], tmp_path, FAST, bias=-0.25)
     assert not r.ok and r.realised_al is not None
     assert abs(r.realised_al - (2.49 - 0.25)) < 0.1
     assert "outside its 99.9% interval" in r.why_not, r.why_not
@@ -49,3 +57,15 @@ def test_a_glob_matching_no_key_is_refused_before_anything_starts() -> None:
                         "--keys", "no-such-key*"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert "no shipped key matches 'no-such-key*'" in r.stderr
+
+
+def test_the_emulator_is_retuned_between_keys_and_refuses_a_bad_al() -> None:
+    with spawn_server("harness.testing.emulator_tunable", "--engine", "vllm") as port:
+        retune(port, 3.0, 4, 0.0, 2.0)
+        with pytest.raises(urllib.error.HTTPError) as e:  # AL above k + 1
+            retune(port, 4.5, 2, 0.0, 2.0)
+        assert e.value.code == 400
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/debug/acceptance",
+                                     data=orjson.dumps({"al": 2.0, "k": 1}), method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert orjson.loads(r.read()) == {"al": 2.0, "k": 1, "al_bias": 0.0}

@@ -65,7 +65,9 @@ class TunableEmulator(engine_emulator.Emulator):
         return await super().completions(request)
 
     def retune(self, al: float, k: int, al_bias: float, step_ms: float | None = None) -> None:
-        rates = synthetic_rates(min(max(al + al_bias, 1.0), k + 1.0), k)  # ValueError if bad
+        synthetic_rates(al, k)  # ValueError for an AL outside [1, k+1] (as --al would fail)
+        # the realised AL, biased, is clamped into the range as engine_emulator.py clamps it
+        rates = synthetic_rates(min(max(al + al_bias, 1.0), k + 1.0), k)
         if step_ms is not None and not step_ms > 0:
             raise ValueError(f"step_ms must be positive, got {step_ms}")
         self.o.al, self.o.k, self.o.al_bias = al, k, al_bias
