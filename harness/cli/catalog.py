@@ -4,11 +4,17 @@
   masters by running upstream's scripts with recording stand-ins; write the captures, one
   recipe per key and a Markdown report of every key not captured and why;
 - `show KEY [--json]`: every launch of a shipped key;
-- `diff OLD NEW`: what changed between two imports."""
+- `diff OLD NEW`: what changed between two imports;
+- `verify-e2e [--keys GLOB,...]`: every shipped single-node key, one point each, in attach mode
+  against an emulator of its engine (router included), the injected AL verified; a table.
+  It runs `python -m harness.testing.catalog_e2e` in a child process: the emulators are test
+  instruments, the last layer of docs/architecture.md, which the CLI may not import, so it
+  starts that module instead (every key still runs in that one child process)."""
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +75,11 @@ def _diff(a: argparse.Namespace) -> int:
     return _print_or_fail("diff", lambda: diff(a.old, a.new))
 
 
+def _verify_e2e(rest: list[str]) -> int:
+    cmd = [sys.executable, "-m", "harness.testing.catalog_e2e", *rest]
+    return subprocess.run(cmd, check=False).returncode
+
+
 def catalog_command(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="harness catalog",
                                 description="InferenceX's catalog, read from its own files.")
@@ -95,5 +106,10 @@ def catalog_command(argv: list[str]) -> int:
     df.add_argument("old", type=Path)
     df.add_argument("new", type=Path)
     df.set_defaults(fn=_diff)
+    # listed here; its options are the child module's own (argv passed through as given)
+    sub.add_parser("verify-e2e", help="every key end to end against its engine's emulator "
+                                      "(verify-e2e --help for its options)")
+    if argv[:1] == ["verify-e2e"]:
+        return _verify_e2e(argv[1:])
     a = p.parse_args(argv)
     return int(a.fn(a))
