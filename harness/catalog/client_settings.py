@@ -7,7 +7,12 @@ builds it (benchmarks/benchmark_lib.sh@843c6254): `--random-range-ratio`, `--num
 `--backend`/`--endpoint`. Agentic keys run `aiperf profile --scenario inferencex-agentx-mvp`
 (build_replay_cmd): corpus via `--public-dataset`, `--benchmark-duration`,
 `--max-context-length`, `--warmup-requests-per-lane`, the trajectory start ratios,
-`--trace-idle-gap-cap-seconds`, `--server-metrics` URLs."""
+`--trace-idle-gap-cap-seconds`, `--server-metrics` URLs; and from the call's environment the
+routing headers AIPerf fills with the correlation id (`correlation_headers`), which the DP
+rows export: `AIPERF_HTTP_X_SMG_ROUTING_KEY_FROM_CORRELATION_ID=true` in front of sgl-router
+(benchmarks/single_node/agentic/glm5.2_fp4_b300_sglang_mtp.sh@843c6254),
+`AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID=1` in front of vllm-router
+(dsv4_fp4_b300_vllm_mtp.sh@843c6254)."""
 
 from __future__ import annotations
 
@@ -76,8 +81,24 @@ def benchmark_serving(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
     return s, unhonoured
 
 
-def aiperf(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
-    """(settings, unhonoured) for an `aiperf profile` call."""
+# AIPerf's switches of the headers it derives from X-Correlation-ID (harness.config.kinds
+# CORRELATION_HEADERS cites them), and the strings pydantic reads as a true bool.
+AIPERF_CORRELATION_ENV = {"AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID": "X-Session-ID",
+                          "AIPERF_HTTP_X_SMG_ROUTING_KEY_FROM_CORRELATION_ID":
+                              "X-SMG-Routing-Key"}
+_TRUE = {"1", "true", "t", "yes", "y", "on"}
+
+
+def correlation_headers(env: dict[str, Any] | None) -> list[str]:
+    """The routing headers an `aiperf profile` call's environment switches on."""
+    env = env or {}
+    return [h for var, h in AIPERF_CORRELATION_ENV.items()
+            if str(env.get(var, "")).strip().lower() in _TRUE]
+
+
+def aiperf(argv: list[str], env: dict[str, Any] | None = None
+           ) -> tuple[dict[str, Any], list[str]]:
+    """(settings, unhonoured) for an `aiperf profile` call and its environment."""
     o = _options(argv[2:], AIPERF_FLAGS_NO_VALUE)
 
     def one(flag: str) -> str | None:
@@ -95,6 +116,8 @@ def aiperf(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
                                                                                []),
         "extra_inputs": o.get("--extra-inputs", []),
         "dynamo_conv_aware_routing": "--use-dynamo-conv-aware-routing" in o}
+    if correlation_headers(env):  # only where set, so captures made before keep their text
+        s["correlation_headers"] = correlation_headers(env)
     known = {"--public-dataset", "--benchmark-duration", "--max-context-length",
              "--warmup-requests-per-lane", "--trajectory-start-min-ratio",
              "--trajectory-start-max-ratio", "--trace-idle-gap-cap-seconds", "--random-seed"}
@@ -121,5 +144,5 @@ def client_settings(client: dict[str, Any] | None) -> tuple[dict[str, Any], list
     if not client:
         return {}, []
     if client.get("tool") == "aiperf":
-        return aiperf(client["argv"])
+        return aiperf(client["argv"], client.get("env"))
     return benchmark_serving(client["argv"])

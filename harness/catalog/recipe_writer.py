@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from harness.catalog.client_settings import client_settings
 from harness.catalog.multinode import (
     AGENTIC_SCENARIO,
     FIXED_SCENARIO,
@@ -300,6 +301,8 @@ def _row(p: dict[str, Any], extra: list[str], env_common: dict[str, str], spec_o
                 "extra_options": p["opts"], "kv_offload": _kv(job, tp * pcp),
                 "helpers": _helpers(c, p["values"], p["offset"]) or None,
                 "port_offset": p["offset"] or None,
+                "correlation_headers": client_settings(c.get("client"))[0].get(
+                    "correlation_headers") or None,
                 "setup": server_setup(c) if server_setup(c) != common_setup else None}
     return {"tp": tp, "ep": int(job.get("ep", 1)), "dp_attention": bool(job.get("dp-attn")),
             **{k: v for k, v in optional.items() if v is not None}}

@@ -13,3 +13,12 @@ WORKLOAD_KINDS = ("fixed", "agentic", "timestamped")
 SAMPLE_METHODS = ("greedy", "probabilistic", "probabilistic-block")
 # Engines whose server argv can ask for non-greedy drafts (vLLM's speculative-config).
 SAMPLING_ENGINES = ("vllm", "endpoint")
+# scenario.correlation_headers: the routing headers AIPerf can add to every agentic request,
+# each carrying the request's X-Correlation-ID (its stream's session id), so a router in front
+# of a DP engine keeps a session on one rank. Upstream switches them on with
+# AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID and
+# AIPERF_HTTP_X_SMG_ROUTING_KEY_FROM_CORRELATION_ID (off by default; SemiAnalysisAI/
+# agentx-harness:src/aiperf/common/environment.py@de0e17de8b88e6736446e5b03d4e2305271638ce
+# `_HTTPSettings`, set in `build_headers` of src/aiperf/transports/base_transports.py
+# @70af1f538695fb51f612710ce55a728f389a4ead).
+CORRELATION_HEADERS = ("X-Session-ID", "X-SMG-Routing-Key")

@@ -59,7 +59,10 @@ def apply_row(sc: SweepConfig, row: SearchRow) -> SweepConfig:
                      setup=list(row.setup if row.setup is not None else e.setup),
                      port_offset=row.port_offset if row.port_offset is not None
                      else e.port_offset)
-    return replace(sc, topology=topo, speculator=spec, engine=engine,
+    scen = sc.scenario  # upstream exports its routing-header switches on DP rows alone
+    if row.correlation_headers is not None:
+        scen = replace(scen, correlation_headers=list(row.correlation_headers))
+    return replace(sc, topology=topo, speculator=spec, engine=engine, scenario=scen,
                    concurrency=list(row.concurrency), search_space=[])
 
 

@@ -225,6 +225,8 @@ class ScenarioConfig:
     subagent_start: str = "branch_start"  # branch_start | spawn_end: a sub-agent's first send
     request_style: str = "aiperf"  # aiperf | harness: agentic request fields and headers
     session_affinity: str = "stream"  # stream | tree: the X-Session-Affinity key
+    # headers that also carry each request's X-Correlation-ID (X-Session-ID, X-SMG-Routing-Key)
+    correlation_headers: list[str] = field(default_factory=list)  # none: upstream's default
     warmup_requests_per_lane: int = 10  # one-token requests advancing each lane after primers
     start_min_ratio: float = 0.25  # each lane's start point t*: uniform in this share of
     start_max_ratio: float = 0.75  # its tree's recorded time span
@@ -295,6 +297,7 @@ class SearchRow:
     helpers: list[HelperProcess] | None = None  # replaces engine.helpers on this row
     setup: list[SetupStep] | None = None  # replaces engine.setup on this row
     port_offset: int | None = None  # replaces engine.port_offset (a router fronting this row)
+    correlation_headers: list[str] | None = None  # replaces scenario.correlation_headers
     scenario: str | None = None  # the scenario this row belongs to; must be the recipe's
     # Multi-node (attach) rows: the pools and the srt-slurm recipe that deploys them
     prefill: PoolConfig | None = None

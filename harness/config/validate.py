@@ -16,7 +16,11 @@ from harness.config.errors import ConfigError, did_you_mean
 from harness.config.kinds import ENGINE_KINDS, SAMPLE_METHODS, SAMPLING_ENGINES, WORKLOAD_KINDS
 from harness.config.run_id import check_run_location
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
-from harness.config.validate_scenario import check_dataset, check_fixed
+from harness.config.validate_scenario import (
+    check_correlation_headers,
+    check_dataset,
+    check_fixed,
+)
 from harness.config.validate_slo import check_slo_settings
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
@@ -290,6 +294,7 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         check_fixed(sc, where)
     check_slo_settings(sc, where)
     check_dataset(sc, where)
+    check_correlation_headers(sc, where)
     if sc_.api not in ("completions", "chat"):
         raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
                           "use completions or chat")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from harness.config.errors import ConfigError, did_you_mean
 from harness.config.schema import SweepConfig
+from harness.config.validate_scenario import check_header_names
 
 Locate = Callable[[str], str]
 
@@ -166,6 +167,7 @@ def check_rows(sc: SweepConfig, where: Locate) -> None:
         if (row.prefill is None) != (row.decode is None):
             raise ConfigError(where(key), key, "a disaggregated row needs both pools",
                               "give prefill and decode, or neither")
+        check_header_names(row.correlation_headers or [], f"{key}.correlation_headers", where)
     pools = [r for r in sc.search_space if r.prefill is not None]
     if pools and sc.engine.kind != "endpoint":
         raise ConfigError(where("engine.kind"), "engine.kind",

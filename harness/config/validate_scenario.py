@@ -1,5 +1,6 @@
 """Scenario-shape checks (called from harness.config.validate's check_combinations): a
-fixed-sequence shape the model can serve, and a trace corpus named as a replay can read it."""
+fixed-sequence shape the model can serve, a trace corpus named as a replay can read it, and
+routing headers a replay can send."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from collections.abc import Callable
 
 from harness.config.errors import ConfigError
+from harness.config.kinds import CORRELATION_HEADERS
 from harness.config.locations import CONTEXT_MARGIN
 from harness.config.schema import SweepConfig
 
@@ -74,3 +76,28 @@ def check_fixed(sc: SweepConfig, where: Locator) -> None:
                           "range_ratio must be in (0, 1]", "InferenceX uses 0.8")
 
 
+
+
+def check_header_names(headers: list[str], key: str, where: Locator) -> None:
+    """Only the routing headers AIPerf derives from the correlation id (docs/replay.md)."""
+    for h in headers:
+        if h not in CORRELATION_HEADERS:
+            raise ConfigError(where(key), key,
+                              f"{h!r} is not a header AIPerf fills with the correlation id",
+                              f"use any of {', '.join(CORRELATION_HEADERS)} (exact spelling), "
+                              "e.g. scenario.correlation_headers=[X-SMG-Routing-Key]")
+
+
+def check_correlation_headers(sc: SweepConfig, where: Locator) -> None:
+    """Routing headers only where requests carry a correlation id: an agentic replay in
+    AIPerf's request style."""
+    key, scen = "scenario.correlation_headers", sc.scenario
+    check_header_names(scen.correlation_headers, key, where)
+    if scen.correlation_headers and scen.kind != "agentic":
+        raise ConfigError(where(key), key, f"a {scen.kind} scenario sends no correlation ids",
+                          "drop scenario.correlation_headers, or use kind: agentic")
+    if scen.correlation_headers and scen.request_style != "aiperf":
+        raise ConfigError(where(key), key,
+                          f"request_style={scen.request_style} sends no session headers",
+                          "use scenario.request_style=aiperf, or drop "
+                          "scenario.correlation_headers")

@@ -49,9 +49,11 @@ _SCENARIO_LATER = ("dataset", "warmup_requests_per_lane", "start_min_ratio", "st
                    "join_rule", "pacing", "split_chains", "primer_start", "measured_window",
                    "cache_bust", "start_seed", "recycle", "subagent_start", "request_style",
                    "session_affinity")
-# Open-loop settings (docs/slo.md), left out at their defaults on every kind; the rate list is
-# the axis (each point's own rate is in its identity), never part of the settings hash.
-_SCENARIO_OPEN_LOOP = ("arrival", "burstiness", "max_inflight", "num_requests")
+# Left out at their defaults on every kind, so points made before them keep their ids: the
+# open-loop settings (docs/slo.md; the rate list is the axis, each point's own rate is in its
+# identity, never part of the settings hash) and the routing headers of an agentic replay.
+_SCENARIO_AT_DEFAULT = ("arrival", "burstiness", "max_inflight", "num_requests",
+                        "correlation_headers")
 _SCENARIO_DEFAULTS = dataclasses.asdict(ScenarioConfig(name="", kind="fixed"))
 
 
@@ -59,7 +61,7 @@ def scenario_settings_hash(sc: SweepConfig) -> str:
     s = dataclasses.asdict(sc.scenario)
     s.pop("description", None)
     s.pop("request_rate", None)
-    for k in _SCENARIO_OPEN_LOOP:
+    for k in _SCENARIO_AT_DEFAULT:
         if s.get(k) == _SCENARIO_DEFAULTS[k]:
             del s[k]
     if sc.scenario.kind != "agentic":

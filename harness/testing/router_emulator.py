@@ -107,14 +107,23 @@ class Router:
         lines += [f'{ranks}{{dp_rank="{r}"}} {n}' for r, n in sorted(self.ranks.items())]
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
-    async def start(self, port: int, prometheus_port: int | None) -> None:
-        self.client = ClientSession(timeout=ClientTimeout(total=None, sock_connect=10))
+    def app(self) -> web.Application:
+        """The routes, for a server of its own or one a test runs in-process."""
+        async def client(_app: web.Application):
+            self.client = ClientSession(timeout=ClientTimeout(total=None, sock_connect=10))
+            yield
+            await self.client.close()
+
         app = web.Application()
+        app.cleanup_ctx.append(client)
         app.router.add_post("/v1/completions", self.forward)
         app.router.add_post("/v1/chat/completions", self.forward)
         app.router.add_get("/v1/models", self.forward)
         app.router.add_get("/health", self.health)
-        runner = web.AppRunner(app, access_log=None)
+        return app
+
+    async def start(self, port: int, prometheus_port: int | None) -> None:
+        runner = web.AppRunner(self.app(), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port, backlog=1024).start()
         if prometheus_port is not None:

@@ -62,7 +62,8 @@ def replay_settings(scen: ScenarioConfig, where: str) -> ReplaySettings:
             primer_start=scen.primer_start, window=scen.measured_window,
             start_seed=scen.start_seed, recycle=scen.recycle,
             subagent_start=scen.subagent_start, request_style=scen.request_style,
-            session_affinity=scen.session_affinity)
+            session_affinity=scen.session_affinity,
+            correlation_headers=tuple(scen.correlation_headers))
     except ValueError as e:
         name = str(e).split("=", 1)[0].removeprefix("replay ")
         key = {"window": "measured_window"}.get(name, name)

@@ -262,7 +262,8 @@ class Replayer:
         session = f"L{lane.index}S{lane.sessions}"
         salt: object = (self.salt_prefix, "shared") if plan.trace.shared_scope else (
             self.salt_prefix, session)
-        tree = _Tree(plan, lane, session, salt, SessionIds(self.s.session_affinity))
+        tree = _Tree(plan, lane, session, salt, SessionIds(
+            self.s.session_affinity, routing=self.s.correlation_headers))
         self._trees[session] = tree
         self.trees.append((lane.index, plan.trace.id))
         return tree

@@ -9,7 +9,9 @@ with `workers/worker.py` (X-Request-ID a fresh uuid4 per request; X-Correlation-
 stream's session id, a uuid4 per stream, the root's shared by the tree as its
 root_correlation_id, `trajectory_source._snapshot_for` and `conversation_source.start_branch_child`;
 X-Session-Affinity the same value, `AIPERF_HTTP_X_SESSION_AFFINITY_FROM_CORRELATION_ID`
-defaulting to true).
+defaulting to true). The routing headers of `correlation_headers` (X-Session-ID,
+X-SMG-Routing-Key) carry the request's X-Correlation-ID too, as AIPerf's `build_headers` adds
+them when InferenceX's DP rows export their switches (harness.config.kinds.CORRELATION_HEADERS).
 """
 
 from __future__ import annotations
@@ -64,9 +66,11 @@ class TraceSampler:
 @dataclass
 class SessionIds:
     """A session tree's correlation ids: the root stream's is the tree's; every other stream
-    gets its own on first use (uuid4 strings, as upstream). A recycled tree is a new one."""
+    gets its own on first use (uuid4 strings, as upstream). A recycled tree is a new one.
+    `routing`: headers that also carry the request's X-Correlation-ID (none by default)."""
 
     affinity: str = "stream"
+    routing: tuple[str, ...] = ()
     root: str = field(default_factory=lambda: str(uuid.uuid4()))
     _streams: dict[str, str] = field(default_factory=dict)
 
@@ -82,7 +86,8 @@ class SessionIds:
         """One request's headers and the tags that record them (the AIPerf export reads them)."""
         rid, cid = str(uuid.uuid4()), self.of(stream)
         headers = {"X-Request-ID": rid, "X-Correlation-ID": cid,
-                   "X-Session-Affinity": self.root if self.affinity == "tree" else cid}
+                   "X-Session-Affinity": self.root if self.affinity == "tree" else cid,
+                   **dict.fromkeys(self.routing, cid)}
         tags = {"x_request_id": rid, "x_correlation_id": cid, "root_correlation_id": self.root,
                 "parent_correlation_id": self.root if stream else None}
         return headers, tags

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from harness.config.kinds import CORRELATION_HEADERS
 from harness.workloads.replay_plan import JOIN_RULES, PACINGS, START_SEEDS, SUBAGENT_STARTS
 from harness.workloads.replay_sessions import RECYCLES, REQUEST_STYLES, SESSION_AFFINITIES
 
@@ -31,6 +32,8 @@ class ReplaySettings:
     subagent_start: str = "branch_start"  # replay_plan.SUBAGENT_STARTS
     request_style: str = "aiperf"  # replay_sessions.REQUEST_STYLES
     session_affinity: str = "stream"  # replay_sessions.SESSION_AFFINITIES
+    # headers that also carry each request's X-Correlation-ID (kinds.CORRELATION_HEADERS)
+    correlation_headers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("idle_cap_s", "tree_cap_s"):
@@ -51,3 +54,8 @@ class ReplaySettings:
                                       SESSION_AFFINITIES)):
             if value not in allowed:
                 raise ValueError(f"replay {name}={value!r}: use one of {', '.join(allowed)}")
+        self.correlation_headers = tuple(self.correlation_headers)
+        for h in self.correlation_headers:
+            if h not in CORRELATION_HEADERS:
+                raise ValueError(f"replay correlation_headers={h!r}: use any of "
+                                 f"{', '.join(CORRELATION_HEADERS)}")
