@@ -20,7 +20,7 @@ from harness.workloads.traces.model import Trace
 from tests.replay_checks import frame
 from tests.test_client_pool import fast_server  # noqa: F401  # a fixture
 from tests.test_replay import block_prompts, replay
-from tests.test_replay_idle import _req, _sessions, _two_turns
+from tests.test_replay_idle import _req, _two_turns, assert_one_system_shift
 
 ROOT = Path(__file__).resolve().parents[1]
 BODY = {"stream": True, "ignore_eos": True, "stream_options": {"include_usage": True}}
@@ -50,15 +50,8 @@ def test_a_system_idle_shift_is_decided_once_for_every_process(scripted_server,
     s = ReplaySettings(duration_s=2.0, idle_cap_s=0.5, tree_cap_s=300,
                        warmup_requests_per_lane=0, start_min=0.0, start_max=0.0)
     two = over_lanes(scripted_server, smollm2_tokenizer, traces, 2, s)
-    df = frame(two.records)
     assert {(r.tags["lane"], r.tags["client_worker"]) for r in two.records} == {(0, 0), (1, 1)}
-    a, b = _sessions(df)[0], _sessions(df)[1]
-    idle_from = max(a.loc[0, "end_ts"], b.loc[0, "end_ts"])
-    assert abs(a.loc[1, "send_ts"] - idle_from - 0.5) < 0.05  # within the cap, not 30 s
-    recorded = (b.loc[0, "end_ts"] + 30.3) - (a.loc[0, "end_ts"] + 30.0)
-    assert abs((b.loc[1, "send_ts"] - a.loc[1, "send_ts"]) - recorded) < 0.02
-    first = two.jumps.shifts[0]
-    assert first[0] == "system" and first[2] == 2 and 29 < first[1] < 30  # once, both timers
+    assert_one_system_shift(two)
 
     one = replay(scripted_server, smollm2_tokenizer, traces, 2, s)
     orders = []
