@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from harness.client.streaming import ClientSettings
 from harness.config.compose import compose_sweep
 from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP
@@ -38,14 +36,13 @@ def test_lanes_go_to_processes_round_robin() -> None:
     assert split_lanes(1, 4) == [[0]]  # never a process without a lane
 
 
-@pytest.mark.xfail(reason="open bug: once in a full suite lane b's second turn went 0.01 s after "
-                   "lane a's instead of 0.30 s (the two processes' timers moved by different "
-                   "amounts); passes alone; client.agentic_workers=lanes is opt-in", strict=False)
 def test_a_system_idle_shift_is_decided_once_for_every_process(scripted_server,
                                                                smollm2_tokenizer):
     # test_replay_idle's case, each lane in its own process: nothing in flight anywhere, so
     # after idle_cap_s both lanes' timers move by one amount and keep their 0.3 s spacing;
-    # the same requests, in the same order per lane, and the same shifts as one process
+    # the same requests, in the same order per lane, and the same shifts as one process.
+    # (Its race with a timer that has just fired, once seen here in a full suite, is hit every
+    # time in tests/test_replay_split_shift.py.)
     traces = [_two_turns("a", 30.0), _two_turns("b", 30.3)]
     s = ReplaySettings(duration_s=2.0, idle_cap_s=0.5, tree_cap_s=300,
                        warmup_requests_per_lane=0, start_min=0.0, start_max=0.0)

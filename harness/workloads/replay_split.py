@@ -237,9 +237,10 @@ class LanesCoordinator:
             self.jumps.add("system", by, count, now)
             self._broadcast(("shift", by))
         elif count:
-            # A timer was due as the answers came: if it fired into a join before this
-            # process said "expired", its recheck never came; ask again shortly (a request
-            # it started ends the spell and the question).
+            # A timer was due as the answers came (or had fired, its turn not yet run:
+            # ReplayClock.pending): if it fired into a join before this process said
+            # "expired", its recheck never came; ask again shortly (a request it started
+            # ends the spell and the question).
             asyncio.get_running_loop().call_later(_REASK_S, self._expire, self._query_starts)
 
 
