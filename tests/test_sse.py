@@ -197,3 +197,44 @@ def test_a_malformed_event_inside_a_read_of_many_is_noticed(seed: int) -> None:
     fast, strict = _feed(stream, False, seed, big=True), _feed(stream, True, seed, big=True)
     assert fast.error == strict.error, (fast.error, strict.error)
     assert fast.error.startswith("malformed SSE event at chunk ")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_event_read_shortcut_leaves_the_state_the_general_path_leaves(seed: int) -> None:
+    """feed's branch for a read of exactly one `data...}` event (the usual read at one event
+    per write) must leave every field as the general path would: fed the same reads, one
+    accumulator takes it where it can, the other never (its _steady cleared before each read).
+    Comments, malformed events, reads of two events and split events are mixed in."""
+    rng = random.Random(seed)
+    events = _chat_stream(300).split(b"\n\n")[:-1]
+    for _ in range(6):
+        events.insert(rng.randint(2, len(events) - 3),
+                      rng.choice([b": ping", b"data: {oops", b'data: {"a": 1}', b"data: x}"]))
+    reads = []
+    for ev in events:
+        r = rng.random()
+        if r < 0.1 and reads:  # two events in one read
+            reads[-1] += ev + b"\n\n"
+        elif r < 0.2:  # one event split across two reads
+            cut = rng.randint(1, len(ev) + 1)
+            reads += [ev[:cut], ev[cut:] + b"\n\n"]
+        else:
+            reads.append(ev + b"\n\n")
+    short, general = StreamAccumulator(), StreamAccumulator()
+    took = 0
+    for t, buf in enumerate(reads):
+        took += (short._steady and buf[:1] == b"d" and buf.endswith(b"}\n\n")
+                 and buf.count(b"\n\n") == 1)
+        short.feed(buf, float(t))
+        general._steady = False
+        general.feed(buf, float(t))
+    assert took > 200  # the shortcut was taken, and most reads went through it
+    for name in StreamAccumulator.__slots__:
+        if name != "_steady":
+            assert getattr(short, name) == getattr(general, name), name
+    a, b = RequestRecord("r", "measured", 7, 10), RequestRecord("r", "measured", 7, 10)
+    short.finish(a, 1e6)
+    general.finish(b, 1e6)
+    assert (a.error, a.truncated, a.completion_tokens) == (b.error, b.truncated,
+                                                           b.completion_tokens)
+    assert list(a.chunk_ts) == list(b.chunk_ts)

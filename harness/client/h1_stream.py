@@ -140,12 +140,10 @@ class _Conn(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         acc = self._acc
         if acc is not None:
-            if acc.failure:  # given up: the rest is dropped, the connection closed
-                return
             acc.feed(body, self.last)
             if self._raw is not None:
                 self._raw((self.last, body))
-            if acc.failure:
+            if acc.failure:  # given up: _abandon detaches it, so the rest of the read is dropped
                 self._abandon()
         elif self._err is not None:
             self._err += body[:ERROR_BODY_BYTES - len(self._err)]
@@ -196,6 +194,7 @@ class _Conn(asyncio.Protocol):
         """Stop reading this reply (an oversized event, an error body long enough): what we
         have is the answer; the connection cannot be reused."""
         self._feed = None
+        self._acc = None  # llhttp may still hand on_body the rest of this read: it goes nowhere
         self._drop()
         if self.end is not None and not self.end.done():
             self.end.set_result(None)
