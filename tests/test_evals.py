@@ -162,3 +162,33 @@ def test_a_divergence_is_inconclusive_when_the_engine_is_not_deterministic_alone
     assert not steady.ok and "LOSSY" in steady.verdict()
     shaky = ll.LosslessResult(greedy=[diverged], control=ll.compare_greedy([["a"]], [["b"]]))
     assert shaky.ok and "inconclusive" in shaky.verdict() and lossless_rule(shaky)[0].ok
+
+
+def test_an_inconclusive_batched_control_is_settled_one_request_at_a_time(tmp_path: Path
+                                                                          ) -> None:
+    # Both servers change tokens at random while another request is in flight (as llama.cpp
+    # with busy slots does): the batched T=0 control fails, so the check compares again one
+    # request at a time, where the exact speculator passes and the broken verifier is caught.
+    from harness.cli.main import main
+
+    def check(*spec_flags: str, out: Path, retry: bool = True) -> tuple[int, dict]:
+        with (spawn_server(SERVER, "--batch-noise", "0.3") as base,
+              spawn_server(SERVER, "--batch-noise", "0.3", "--speculative", *spec_flags)
+              as spec):
+            rc = main(["check", "lossless", "engine=endpoint", "speculator=ngram",
+                       f"engine.url=http://127.0.0.1:{spec}", "model.name=emulated",
+                       "lossless.prompts=6", "lossless.max_tokens=16",
+                       f"lossless.serial_retry={str(retry).lower()}",
+                       "--base-url", f"http://127.0.0.1:{base}", "--out", str(out)])
+        return rc, json.loads(out.read_text())
+
+    rc, exact = check(out=tmp_path / "exact.json")
+    assert exact["control"]["identical"] < 6  # batched: not deterministic
+    assert exact["serial_control"]["identical"] == 6 and exact["serial"]["identical"] == 6
+    assert rc == 0 and exact["ok"] and "one request at a time: token-identical on 6/6" in (
+        exact["verdict"])
+    rc, broken = check("--perturb-verified", "0.3", out=tmp_path / "broken.json")
+    assert rc == 1 and not broken["ok"] and broken["serial"]["divergences"]
+    assert broken["verdict"].startswith("LOSSY")
+    rc, unsettled = check("--perturb-verified", "0.3", out=tmp_path / "off.json", retry=False)
+    assert rc == 0 and unsettled["serial"] is None and "inconclusive" in unsettled["verdict"]

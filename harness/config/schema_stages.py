@@ -62,3 +62,7 @@ class LosslessConfig:
     samples: int = 24  # continuations per prompt and side above temperature 0
     positions: int = 8  # above 0: a two-sample test per position over the first N tokens
     alpha: float = 0.01  # above 0: family-wise significance (Bonferroni over the tests)
+    # T=0: when the engine without the speculator does not repeat itself with requests in
+    # flight (batching changes its numerics), compare again one request at a time, where the
+    # speculator's own exactness can be judged; false leaves that verdict inconclusive
+    serial_retry: bool = True

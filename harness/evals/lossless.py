@@ -154,6 +154,10 @@ class LosslessResult:
     # If the engine is not deterministic without the speculator, a divergence with it is not
     # the speculator's doing: the verdict is then inconclusive and fails nothing.
     control: GreedyVerdict | None = None
+    # The T=0 comparison again with one request in flight, and its control, when the control
+    # above failed (lossless.serial_retry): exactness without batching's numerics.
+    serial: GreedyVerdict | None = None
+    serial_control: GreedyVerdict | None = None
     spec_drafts: float | None = None  # drafts the speculative side made during the check
     spec_accepted: float | None = None  # draft tokens it accepted
     settings: dict[str, Any] = field(default_factory=dict)
@@ -164,8 +168,16 @@ class LosslessResult:
         return self.control is None or self.control.ok
 
     @property
+    def serial_conclusive(self) -> bool:
+        return self.serial is not None and (self.serial_control is None
+                                            or self.serial_control.ok)
+
+    @property
     def ok(self) -> bool:
-        greedy = all(g.ok for g in self.greedy) or not self.deterministic
+        if self.deterministic:
+            greedy = all(g.ok for g in self.greedy)
+        else:  # batched T=0 inconclusive: one at a time decides, if that is deterministic
+            greedy = self.serial.ok if self.serial_conclusive and self.serial else True
         return greedy and all(s.ok for s in self.sampled)
 
     @property
@@ -177,13 +189,7 @@ class LosslessResult:
         differs at p < alpha."""
         if not self.ran:
             return f"not checked: {self.note}" if self.note else "not checked"
-        parts = []
-        for g in self.greedy:
-            parts.append(f"T={g.temperature:g}: token-identical on {g.identical}/{g.prompts}"
-                         if g.ok else
-                         f"T={g.temperature:g}: diverges in {100 * g.diverged_share:.0f}% of "
-                         f"prompts ({g.prompts - g.identical}/{g.prompts}; first at token "
-                         f"{min(d.position for d in g.divergences)})")
+        parts = [f"T={g.temperature:g}: {_greedy_text(g)}" for g in self.greedy]
         for s in self.sampled:
             parts.append(f"T={s.temperature:g}: distribution differs at p < {s.alpha:g} "
                          f"(adjusted p {s.p_adjusted:.2g})" if not s.ok else
@@ -194,8 +200,14 @@ class LosslessResult:
         if self.control is not None:
             c = self.control
             engaged += (f"; control (no speculator, twice): {c.identical}/{c.prompts} identical"
-                        + ("" if c.ok else ": the engine is not deterministic at T=0, so "
-                           "T=0 divergences are inconclusive"))
+                        + ("" if c.ok else ": the engine is not deterministic at T=0 with "
+                           "requests in flight, so those divergences are inconclusive"))
+        if self.serial is not None:
+            sv, sc = self.serial, self.serial_control
+            engaged += ("; one request at a time: " + _greedy_text(sv)
+                        + ("" if sc is None else f" (control {sc.identical}/{sc.prompts}"
+                           + ("" if sc.ok else ": not deterministic either, inconclusive")
+                           + ")"))
         head = "lossless" if self.ok else "LOSSY"
         return f"{head}: " + "; ".join(parts) + engaged
 
@@ -205,8 +217,18 @@ class LosslessResult:
                            for g in self.greedy],
                 "sampled": [{**asdict(s), "ok": s.ok} for s in self.sampled],
                 "control": asdict(self.control) if self.control else None,
+                "serial": asdict(self.serial) if self.serial else None,
+                "serial_control": asdict(self.serial_control) if self.serial_control else None,
                 "spec_drafts": self.spec_drafts, "spec_accepted": self.spec_accepted,
                 "settings": self.settings, "note": self.note}
+
+
+def _greedy_text(g: GreedyVerdict) -> str:
+    if g.ok:
+        return f"token-identical on {g.identical}/{g.prompts}"
+    return (f"diverges in {100 * g.diverged_share:.0f}% of prompts "
+            f"({g.prompts - g.identical}/{g.prompts}; first at token "
+            f"{min(d.position for d in g.divergences)})")
 
 
 # ---- prompts and collection ---------------------------------------------------------------

@@ -84,7 +84,8 @@ def check_lossless(sc: SweepConfig, spec_eng: EngineSession, base_eng: EngineSes
         "prompts": len(prompts), "prompt_source": "data/evals/gsm8k/test.jsonl (chat)",
         "max_tokens": c.max_tokens, "temperatures": list(c.temperatures),
         "samples": c.samples, "positions": c.positions, "alpha": c.alpha,
-        "concurrency": conc, "speculator": sc.speculator.method, "k": sc.speculator.k})
+        "concurrency": conc, "serial_retry": c.serial_retry,
+        "speculator": sc.speculator.method, "k": sc.speculator.k})
     before = spec_eng.scrape()
     for t in c.temperatures:
         n = 1 if t == 0 else c.samples
@@ -97,6 +98,10 @@ def check_lossless(sc: SweepConfig, spec_eng: EngineSession, base_eng: EngineSes
             again = ll.collect(base_eng.base_url, model, prompts, c.max_tokens, t, ref_seeds,
                                conc)
             res.control = ll.compare_greedy([r[0] for r in ref], [a[0] for a in again])
+            if not res.control.ok and c.serial_retry and conc > 1:
+                res.serial, res.serial_control = _greedy_serial(
+                    base_eng.base_url, spec_eng.base_url, model, prompts, c.max_tokens,
+                    ref_seeds)
         else:
             res.sampled.append(ll.compare_sampled(ref, spec, t, c.positions, c.alpha))
     after = spec_eng.scrape()
@@ -107,6 +112,18 @@ def check_lossless(sc: SweepConfig, spec_eng: EngineSession, base_eng: EngineSes
     except (KeyError, ValueError, TypeError, AttributeError) as e:
         log.info("speculative counters not read: %s", e)
     return res
+
+
+def _greedy_serial(base_url: str, spec_url: str, model: str, prompts: list[str],
+                   max_tokens: int, seeds: list[int]
+                   ) -> tuple[ll.GreedyVerdict, ll.GreedyVerdict]:
+    """The T=0 comparison and its control with one request in flight."""
+    ref = ll.collect(base_url, model, prompts, max_tokens, 0.0, seeds, 1)
+    spec = ll.collect(spec_url, model, prompts, max_tokens, 0.0, seeds, 1)
+    again = ll.collect(base_url, model, prompts, max_tokens, 0.0, seeds, 1)
+    first = [r[0] for r in ref]
+    return (ll.compare_greedy(first, [s[0] for s in spec]),
+            ll.compare_greedy(first, [a[0] for a in again]))
 
 
 def without_speculator(sc: SweepConfig) -> SweepConfig:

@@ -10,7 +10,10 @@ the correctness checks can fail (harness.evals).
   speculator that drafts k tokens and verifies them exactly (output unchanged);
   --perturb-verified P replaces a verified token with the next one in the vocabulary with
   probability P (the broken verification the lossless check must catch); --sampler-bias B
-  moves probability B onto the first token of the vocabulary (a sampler bias, lossy above 0).
+  moves probability B onto the first token of the vocabulary (a sampler bias, lossy above 0);
+  --batch-noise P changes each token with probability P, unseeded, while another request is in
+  flight (batch-dependent numerics: the engine does not repeat itself with company, and does
+  alone).
 
 Replies carry logprobs.content (token by token), usage, and /metrics the llama.cpp counters
 of drafts and accepted tokens.
@@ -47,6 +50,7 @@ class Options:
     perturb_verified: float = 0.0
     sampler_bias: float = 0.0
     model: str = "emulated"
+    batch_noise: float = 0.0
 
 
 def _h(*parts: object) -> int:
@@ -77,6 +81,7 @@ class AnswerServer:
         self.drafts = 0
         self.draft_tokens = 0
         self.accepted = 0
+        self.in_flight = 0
 
     def answer(self, text: str) -> str:
         """The reference answer of the last question in the prompt (few-shot examples come
@@ -92,8 +97,11 @@ class AnswerServer:
         return f"{work}#### {n}"
 
     def generate(self, prompt: str, max_tokens: int, temperature: float,
-                 seed: int) -> list[str]:
+                 seed: int, batched: bool = False) -> list[str]:
         o = self.o
+        # --batch-noise: with company in flight, numerics that depend on the batch (as
+        # llama.cpp's do): a token changes at random, unseeded, so two passes differ
+        noise = random.Random() if batched and o.batch_noise else None
         rng = random.Random(_h(prompt, seed, "sample"))
         spoil = random.Random(_h(prompt, seed, "spoil"))
         out: list[str] = []
@@ -112,6 +120,8 @@ class AnswerServer:
             elif o.speculative:
                 self.drafts += 1
                 self.draft_tokens += o.k
+            if noise is not None and noise.random() < o.batch_noise:
+                tok = (tok + 2) % len(VOCAB)
             out.append(VOCAB[tok])
         return out
 
@@ -119,12 +129,19 @@ class AnswerServer:
         body = await request.json()
         text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        self.in_flight += 1
+        try:
+            if self.o.batch_noise:  # a batch's lifetime: requests sent together overlap
+                await asyncio.sleep(0.05)
+            batched = self.in_flight > 1
+        finally:
+            self.in_flight -= 1
         if self.key:
             content = self.answer(text)
             tokens = content.split(" ")
         else:
             tokens = self.generate(text, max_tokens, float(body.get("temperature") or 0.0),
-                                   int(body.get("seed") or 0))
+                                   int(body.get("seed") or 0), batched)
             content = " ".join(tokens)
         reply: dict[str, Any] = {
             "id": "emulated", "object": "chat.completion", "model": self.o.model,
@@ -167,9 +184,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--perturb-verified", type=float, default=0.0)
     p.add_argument("--sampler-bias", type=float, default=0.0)
     p.add_argument("--model", default="emulated")
+    p.add_argument("--batch-noise", type=float, default=0.0)
     a = p.parse_args(argv)
     o = Options(a.answers, a.wrong, a.speculative, a.k, a.perturb_verified, a.sampler_bias,
-                a.model)
+                a.model, a.batch_noise)
     asyncio.run(serve_forever(AnswerServer(o).app(), a.port))
 
 
