@@ -192,3 +192,39 @@ def test_an_inconclusive_batched_control_is_settled_one_request_at_a_time(tmp_pa
     assert broken["verdict"].startswith("LOSSY")
     rc, unsettled = check("--perturb-verified", "0.3", out=tmp_path / "off.json", retry=False)
     assert rc == 0 and unsettled["serial"] is None and "inconclusive" in unsettled["verdict"]
+
+
+def test_a_near_tie_of_the_reference_is_numerics_and_a_wide_gap_is_lossy() -> None:
+    ref, spec = [["a", "b", "c"], ["x", "y"]], [["a", "b", "d"], ["x", "y"]]
+    tops = [[{"a": -0.1}, {"b": -0.2}, {"c": -0.69, "d": -0.71}], [{"x": 0.0}, {"y": 0.0}]]
+    tied = ll.compare_greedy(ref, spec, 0.0, tops, tie_margin=0.05)
+    assert tied.divergences[0].margin == pytest.approx(0.02) and tied.near_ties and tied.ok
+    assert "near-tie" in ll.LosslessResult(greedy=[tied]).verdict()
+    assert not ll.compare_greedy(ref, spec, 0.0, tops, tie_margin=0.01).ok  # 0.02 > 0.01
+    assert not ll.compare_greedy(ref, spec, 0.0, tops).ok  # strict by default
+    unseen = [[{"a": 0.0}, {"b": 0.0}, {"c": -0.1}], tops[1]]  # "d" not among the tops
+    wide = ll.compare_greedy(ref, spec, 0.0, unseen, tie_margin=5.0)
+    assert wide.divergences[0].margin is None and not wide.ok
+    assert "1 beyond the tie margin" in ll.LosslessResult(greedy=[wide]).verdict()
+
+
+def test_the_tie_margin_does_not_excuse_a_broken_verifier(tmp_path: Path) -> None:
+    # The answer server's top token leads the next by at least log 1.5 nats: a perturbed
+    # verified token is never a near-tie at a sane margin, only at an absurd one.
+    from harness.cli.main import main
+
+    def check(margin: float, out: Path) -> tuple[int, dict]:
+        with (spawn_server(SERVER) as base,
+              spawn_server(SERVER, "--speculative", "--perturb-verified", "0.3") as spec):
+            rc = main(["check", "lossless", "engine=endpoint", "speculator=ngram",
+                       f"engine.url=http://127.0.0.1:{spec}", "model.name=emulated",
+                       "lossless.prompts=6", "lossless.max_tokens=16",
+                       f"lossless.tie_margin={margin}", "lossless.top_logprobs=12",
+                       "--base-url", f"http://127.0.0.1:{base}", "--out", str(out)])
+        return rc, json.loads(out.read_text())
+
+    rc, sane = check(0.1, tmp_path / "sane.json")
+    divs = sane["greedy"][0]["divergences"]
+    assert rc == 1 and divs and all(d["margin"] >= np.log(1.5) - 1e-9 for d in divs)
+    rc, absurd = check(50.0, tmp_path / "absurd.json")
+    assert rc == 0 and "near-tie" in absurd["verdict"]

@@ -66,3 +66,9 @@ class LosslessConfig:
     # flight (batching changes its numerics), compare again one request at a time, where the
     # speculator's own exactness can be judged; false leaves that verdict inconclusive
     serial_retry: bool = True
+    # T=0: a divergence where the reference preferred its own token by at most this many nats
+    # (from its top logprobs) is a near-tie that floating-point differences between a batched
+    # verify pass and one-token decoding flip; it does not make the verdict lossy, and the
+    # verdict says so. 0 = strict: every divergence is lossy
+    tie_margin: float = 0.0
+    top_logprobs: int = 5  # T=0: log-probabilities asked per position (the margins' source)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.schema import SpeculatorConfig, SweepConfig
+from harness.config.schema_stages import LosslessConfig
 from harness.engines import counters
 from harness.engines.base import EngineAdapter
 from harness.engines.registry import make_adapter
@@ -84,26 +85,25 @@ def check_lossless(sc: SweepConfig, spec_eng: EngineSession, base_eng: EngineSes
         "prompts": len(prompts), "prompt_source": "data/evals/gsm8k/test.jsonl (chat)",
         "max_tokens": c.max_tokens, "temperatures": list(c.temperatures),
         "samples": c.samples, "positions": c.positions, "alpha": c.alpha,
-        "concurrency": conc, "serial_retry": c.serial_retry,
+        "concurrency": conc, "serial_retry": c.serial_retry, "tie_margin": c.tie_margin,
+        "top_logprobs": c.top_logprobs,
         "speculator": sc.speculator.method, "k": sc.speculator.k})
     before = spec_eng.scrape()
     for t in c.temperatures:
-        n = 1 if t == 0 else c.samples
-        ref_seeds = list(range(1, n + 1))
-        spec_seeds = ref_seeds if t == 0 else [100_000 + s for s in ref_seeds]
-        ref = ll.collect(base_eng.base_url, model, prompts, c.max_tokens, t, ref_seeds, conc)
-        spec = ll.collect(spec_eng.base_url, model, prompts, c.max_tokens, t, spec_seeds, conc)
         if t == 0:
-            res.greedy.append(ll.compare_greedy([r[0] for r in ref], [s[0] for s in spec]))
-            again = ll.collect(base_eng.base_url, model, prompts, c.max_tokens, t, ref_seeds,
-                               conc)
-            res.control = ll.compare_greedy([r[0] for r in ref], [a[0] for a in again])
+            greedy, res.control = _greedy_pass(base_eng, spec_eng, model, prompts, c, conc)
+            res.greedy.append(greedy)
             if not res.control.ok and c.serial_retry and conc > 1:
-                res.serial, res.serial_control = _greedy_serial(
-                    base_eng.base_url, spec_eng.base_url, model, prompts, c.max_tokens,
-                    ref_seeds)
-        else:
-            res.sampled.append(ll.compare_sampled(ref, spec, t, c.positions, c.alpha))
+                res.serial, res.serial_control = _greedy_pass(base_eng, spec_eng, model,
+                                                              prompts, c, 1)
+            continue
+        ref_seeds = list(range(1, c.samples + 1))
+        spec_seeds = [100_000 + s for s in ref_seeds]  # independent draws on each side
+        ref = ll.collect(base_eng.base_url, model, prompts, c.max_tokens, t, ref_seeds, conc,
+                         extras=base_eng.adapter.request_extras())
+        spec = ll.collect(spec_eng.base_url, model, prompts, c.max_tokens, t, spec_seeds, conc,
+                          extras=spec_eng.adapter.request_extras())
+        res.sampled.append(ll.compare_sampled(ref, spec, t, c.positions, c.alpha))
     after = spec_eng.scrape()
     try:  # whether speculation engaged at all (a verdict over no accepted drafts is vacuous)
         r = counters.realised_acceptance(spec_eng.adapter.counters, before, after, (),
@@ -114,16 +114,21 @@ def check_lossless(sc: SweepConfig, spec_eng: EngineSession, base_eng: EngineSes
     return res
 
 
-def _greedy_serial(base_url: str, spec_url: str, model: str, prompts: list[str],
-                   max_tokens: int, seeds: list[int]
-                   ) -> tuple[ll.GreedyVerdict, ll.GreedyVerdict]:
-    """The T=0 comparison and its control with one request in flight."""
-    ref = ll.collect(base_url, model, prompts, max_tokens, 0.0, seeds, 1)
-    spec = ll.collect(spec_url, model, prompts, max_tokens, 0.0, seeds, 1)
-    again = ll.collect(base_url, model, prompts, max_tokens, 0.0, seeds, 1)
-    first = [r[0] for r in ref]
-    return (ll.compare_greedy(first, [s[0] for s in spec]),
-            ll.compare_greedy(first, [a[0] for a in again]))
+def _greedy_pass(base: EngineSession, spec: EngineSession, model: str, prompts: list[str],
+                 c: LosslessConfig, conc: int) -> tuple[ll.GreedyVerdict, ll.GreedyVerdict]:
+    """The T=0 comparison (reference margins scored) and its control, `conc` in flight. Every
+    request asks for the same top logprobs, with the engine's own request fields (llama.cpp's
+    `cache_prompt: false` for fixed-sequence recipes: a prompt served from its cache is
+    computed otherwise than one prefilled, and its argmax can flip at a near-tie)."""
+    def greedy(eng: EngineSession) -> tuple[list[list[str]], list[ll.Tops]]:
+        return ll.collect_scored(eng.base_url, model, prompts, c.max_tokens, 1, conc,
+                                 c.top_logprobs, extras=eng.adapter.request_extras())
+
+    ref, tops = greedy(base)
+    out, _ = greedy(spec)
+    again, _ = greedy(base)
+    return (ll.compare_greedy(ref, out, 0.0, tops, c.tie_margin),
+            ll.compare_greedy(ref, again))  # the control: exact identity, no tie margin
 
 
 def without_speculator(sc: SweepConfig) -> SweepConfig:

@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
 import random
 import re
 from dataclasses import dataclass
@@ -129,6 +130,7 @@ class AnswerServer:
         body = await request.json()
         text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        top = int(body.get("top_logprobs") or 0)
         self.in_flight += 1
         try:
             if self.o.batch_noise:  # a batch's lifetime: requests sent together overlap
@@ -147,10 +149,24 @@ class AnswerServer:
             "id": "emulated", "object": "chat.completion", "model": self.o.model,
             "choices": [{"index": 0, "finish_reason": "length",
                          "message": {"role": "assistant", "content": content},
-                         "logprobs": {"content": [{"token": t, "logprob": 0.0}
-                                                  for t in tokens]}}],
+                         "logprobs": {"content": self.logprobs(text, tokens, top)}}],
             "usage": {"prompt_tokens": len(text.split()), "completion_tokens": len(tokens)}}
         return web.json_response(reply)
+
+    def logprobs(self, prompt: str, tokens: list[str], top: int) -> list[dict[str, Any]]:
+        """Per token: its log-probability under the position's distribution and the `top`
+        likeliest (answers, which are not drawn from it, report 0)."""
+        if self.key:
+            return [{"token": t, "logprob": 0.0} for t in tokens]
+        bias = self.o.sampler_bias if self.o.speculative else 0.0
+        out = []
+        for pos, t in enumerate(tokens):
+            p = position_probs(prompt, pos, bias)
+            best = sorted(range(len(VOCAB)), key=lambda i: -p[i])[:top]
+            out.append({"token": t, "logprob": math.log(p[VOCAB.index(t)]),
+                        "top_logprobs": [{"token": VOCAB[i], "logprob": math.log(p[i])}
+                                         for i in best]})
+        return out
 
     async def models(self, _: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.o.model}]})
