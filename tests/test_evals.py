@@ -228,3 +228,24 @@ def test_the_tie_margin_does_not_excuse_a_broken_verifier(tmp_path: Path) -> Non
     assert rc == 1 and divs and all(d["margin"] >= np.log(1.5) - 1e-9 for d in divs)
     rc, absurd = check(50.0, tmp_path / "absurd.json")
     assert rc == 0 and "near-tie" in absurd["verdict"]
+
+
+def test_the_t0_verdict_is_lossy_only_where_a_repeatable_comparison_diverged_widely() -> None:
+    ref, spec = [["a", "b"], ["x", "y"]], [["a", "c"], ["x", "y"]]
+    tie = [[{"a": 0.0}, {"b": -0.70, "c": -0.74}], [{"x": 0.0}, {"y": 0.0}]]
+    wide = [[{"a": 0.0}, {"b": -0.1, "c": -3.0}], [{"x": 0.0}, {"y": 0.0}]]
+    same = ll.compare_greedy(ref, ref)
+    shaky = ll.compare_greedy(ref, spec)  # a control that did not repeat itself
+
+    def result(batched_tops, control, serial_tops=None, serial_control=same):
+        serial = None if serial_tops is None else ll.compare_greedy(ref, spec, 0.0,
+                                                                    serial_tops, 0.25)
+        return ll.LosslessResult(greedy=[ll.compare_greedy(ref, spec, 0.0, batched_tops, 0.25)],
+                                 control=control, serial=serial, serial_control=serial_control)
+
+    assert result(tie, same).ok  # a near-tie where the control repeated itself: numerics
+    assert not result(wide, same).ok  # a wide gap there: lossy
+    assert result(wide, shaky).ok  # batched and not repeatable: inconclusive
+    assert not result(wide, shaky, wide).ok  # one at a time, repeatable, wide: lossy
+    assert result(wide, shaky, wide, serial_control=shaky).ok  # not repeatable either
+    assert result(tie, same, tie).ok and "numerics" in result(tie, same, tie).verdict()

@@ -208,6 +208,8 @@ _RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
     "lossless.samples": (2, 10_000, False, "e.g. lossless.samples=24"),
     "lossless.positions": (1, 4096, False, "e.g. lossless.positions=8"),
     "lossless.alpha": (0, 1, True, "a significance level in (0, 1), e.g. 0.01"),
+    "lossless.tie_margin": (0, None, False, "nats, e.g. lossless.tie_margin=0.25 (0 = strict)"),
+    "lossless.top_logprobs": (0, 20, False, "e.g. lossless.top_logprobs=5 (0: margins unknown)"),
     "model.context_length": (1, None, False, "the model's trained context, e.g. 8192"),
     "chip.gpus_per_node": (1, None, False, "e.g. chip.gpus_per_node=8"),
     "chip.power_kw_all_in": (0, None, False, "kW per GPU including its host share"),

@@ -208,11 +208,12 @@ class LosslessResult:
 
     @property
     def ok(self) -> bool:
-        if self.deterministic:
-            greedy = all(g.ok for g in self.greedy)
-        else:  # batched T=0 inconclusive: one at a time decides, if that is deterministic
-            greedy = self.serial.ok if self.serial_conclusive and self.serial else True
-        return greedy and all(s.ok for s in self.sampled)
+        """Lossy at T=0 when a comparison whose control repeated itself diverged beyond the
+        tie margin: the batched one, or the one made one request at a time. A comparison whose
+        control did not repeat itself is inconclusive and fails nothing."""
+        batched_lossy = self.deterministic and not all(g.ok for g in self.greedy)
+        serial_lossy = self.serial_conclusive and self.serial is not None and not self.serial.ok
+        return not batched_lossy and not serial_lossy and all(s.ok for s in self.sampled)
 
     @property
     def ran(self) -> bool:

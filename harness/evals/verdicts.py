@@ -36,7 +36,7 @@ def lossless_rule(r: LosslessResult) -> list[Rule]:
                  r.verdict(),
                  "" if r.ok else "the speculator changes the output: check the engine's "
                  "verification (batched numerics, sampler settings) before trusting its speed; "
-                 "see lossless/<job>.json for each divergence")]
+                 "correctness/<job>.json has each divergence")]
 
 
 def eval_fields(results: Sequence[EvalResult]) -> dict[str, Any]:

@@ -93,7 +93,10 @@ def check_lossless(sc: SweepConfig, spec_eng: EngineSession, base_eng: EngineSes
         if t == 0:
             greedy, res.control = _greedy_pass(base_eng, spec_eng, model, prompts, c, conc)
             res.greedy.append(greedy)
-            if not res.control.ok and c.serial_retry and conc > 1:
+            # Batched and not a clean identity (a control that did not repeat itself, or
+            # divergences, near-ties included): the same one request at a time, where no
+            # batch can move the numerics.
+            if conc > 1 and c.serial_retry and (not res.control.ok or greedy.divergences):
                 res.serial, res.serial_control = _greedy_pass(base_eng, spec_eng, model,
                                                               prompts, c, 1)
             continue
