@@ -188,8 +188,9 @@ class LosslessResult:
     # If the engine is not deterministic without the speculator, a divergence with it is not
     # the speculator's doing: the verdict is then inconclusive and fails nothing.
     control: GreedyVerdict | None = None
-    # The T=0 comparison again with one request in flight, and its control, when the control
-    # above failed (lossless.serial_retry): exactness without batching's numerics.
+    # The T=0 comparison again with one request in flight, and its control, when the batched
+    # one was not a clean identity (lossless.serial_retry): exactness without batching's
+    # numerics.
     serial: GreedyVerdict | None = None
     serial_control: GreedyVerdict | None = None
     spec_drafts: float | None = None  # drafts the speculative side made during the check
