@@ -16,6 +16,11 @@ _requested = threading.Event()
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _requested.set()
+    if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        # Inside the import machinery (a module lock's weakref callback) the exception would
+        # be printed as "Exception ignored" with a traceback and dropped: recorded, the
+        # runner's next check() raises it cleanly.
+        return
     raise KeyboardInterrupt
 
 
