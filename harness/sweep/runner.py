@@ -35,7 +35,8 @@ from harness.record import energy
 from harness.record.identity import point_identity
 from harness.record.metrics import GpuCount
 from harness.record.point_record import PointIdentity, PointRecord
-from harness.record.results import RunDir, atomic_write, git_revision
+from harness.record.provenance import git_revision
+from harness.record.results import RunDir, atomic_write
 from harness.record.validity import settings_for
 from harness.spec import acceptance
 from harness.spec.acceptance import AcceptancePlan
