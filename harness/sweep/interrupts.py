@@ -2,8 +2,10 @@
 thread is; when that is inside an extension module's own code during start-up (an import that
 runs Python through the C API, a library's bare `except:`), the exception can be swallowed and
 the sweep would run on. So while the harness starts, the handler also records the request, and
-the runner checks it between steps. Before any event loop runs the default handler is back:
-asyncio's runner turns Ctrl-C into a clean cancellation only under the default handler."""
+the runner checks it between steps. Inside the import machinery it only records it: raised
+there (in a module lock's weakref callback) it is printed as "Exception ignored" and dropped.
+Before any event loop runs the default handler is back: asyncio's runner turns Ctrl-C into a
+clean cancellation only under the default handler."""
 
 from __future__ import annotations
 
@@ -17,10 +19,7 @@ _requested = threading.Event()
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _requested.set()
     if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
-        # Inside the import machinery (a module lock's weakref callback) the exception would
-        # be printed as "Exception ignored" with a traceback and dropped: recorded, the
-        # runner's next check() raises it cleanly.
-        return
+        return  # recorded only: the runner's next check() raises it (module docstring)
     raise KeyboardInterrupt
 
 
