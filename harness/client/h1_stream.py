@@ -71,6 +71,7 @@ class _Conn(asyncio.Protocol):
         self._close_delimited = False  # neither chunked nor Content-Length: ends at EOF
         self._chunked = False
         self._has_length = False
+        self._keep_alive = False  # what the reply's head allowed, read before llhttp resets
         self.complete = False
         self.head: asyncio.Future[None] | None = None
         self.end: asyncio.Future[None] | None = None
@@ -129,6 +130,11 @@ class _Conn(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         assert self._parser is not None
         status = self.reply.status = self._parser.get_status_code()
+        # Asked now, not once the reply is done: llhttp__after_message_complete (llhttp's
+        # generated llhttp.c, as httptools vendors it) clears the message's flags, and
+        # llhttp_should_keep_alive then sees neither chunking nor a length and answers False
+        # for every reply: every request opened a new connection until this was read here.
+        self._keep_alive = self._parser.should_keep_alive()
         self._close_delimited = not (self._chunked or self._has_length)
         if (status != 200 or self.reply.encoding not in ("", "identity")
                 or needs_body(status, self.reply.content_type)):
@@ -163,12 +169,12 @@ class _Conn(asyncio.Protocol):
         self.reply = reply
         self.last = now
         self._any = self.complete = False
-        self._chunked = self._has_length = self._close_delimited = False
+        self._chunked = self._has_length = self._close_delimited = self._keep_alive = False
         self.head, self.end = loop.create_future(), loop.create_future()
 
     def reusable(self) -> bool:
-        return (self.complete and not self.closed and self._parser is not None
-                and self._parser.should_keep_alive() and not self._close_delimited)
+        return (self.complete and not self.closed and self._keep_alive
+                and not self._close_delimited)
 
     def finish(self) -> None:
         """Leave the request: nothing more reaches its accumulator."""

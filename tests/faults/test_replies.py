@@ -322,3 +322,69 @@ def test_a_requests_own_headers_go_out_and_the_clients_win() -> None:
     rec = asyncio.run(go())
     assert rec.ok, rec.error
     assert seen["X-Session-Affinity"] == "s1" and seen["Accept-Encoding"] == "identity"
+
+
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_sequential_requests_reuse_one_keep_alive_connection(keep_alive: bool) -> None:
+    """The server sees one client port for three requests in a row (a new one per request
+    with client.keep_alive=false): a lost connection pool puts a TCP handshake in every
+    request's time to first token."""
+    ports: list[int] = []
+
+    async def reply(request: web.Request) -> web.StreamResponse:
+        ports.append(request.transport.get_extra_info("peername")[1])  # type: ignore[union-attr]
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b"".join(_stream(3, end=_usage(3) + _DONE)))
+        await resp.write_eof()
+        return resp
+
+    async def go() -> list[RequestRecord]:
+        async with (loopback_app("/v1/completions", reply) as url,
+                    StreamingClient(ClientSettings(url, keep_alive=keep_alive)) as c):
+            return [await c.send(RequestSpec(f"r{i}", "/v1/completions", b"{}", 5, 3))
+                    for i in range(3)]
+
+    recs = asyncio.run(go())
+    assert all(r.ok for r in recs), [r.error for r in recs]
+    assert len(ports) == 3 and len(set(ports)) == (1 if keep_alive else 3), ports
+
+
+def test_a_reused_connection_the_server_dropped_is_retried_once_on_a_new_one() -> None:
+    """A keep-alive connection closed by the server as the next request went out (the server
+    never answered it) is retried once, on a fresh connection, and counted."""
+    body = b"".join(_stream(3, end=_usage(3) + _DONE))
+    reply = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    connections: list[int] = []
+
+    class OneAnswerPerConnection(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport, self.seen = transport, 0
+            connections.append(1)
+
+        def data_received(self, data: bytes) -> None:
+            if b"\r\n\r\n" not in data:
+                return
+            self.seen += 1
+            if self.seen == 1:
+                self.transport.write(reply)  # type: ignore[attr-defined]
+            else:  # an idle-timeout close racing the client's next request
+                self.transport.close()
+
+    async def go() -> list[RequestRecord]:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(OneAnswerPerConnection, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        try:
+            async with StreamingClient(ClientSettings(url)) as c:
+                return [await c.send(RequestSpec(f"r{i}", "/v1/completions", b"{}", 5, 3))
+                        for i in range(2)]
+        finally:
+            server.close()
+
+    first, second = asyncio.run(go())
+    assert first.ok and first.retries == 0, first.error
+    assert second.ok and second.retries == 1, second.error
+    assert len(connections) == 2
