@@ -300,17 +300,22 @@ def test_a_connection_dropped_before_the_reply_is_a_server_disconnect() -> None:
     assert rec.http_status == 0
 
 
+async def _three_events(request: web.Request) -> web.StreamResponse:
+    """A whole three-event stream in one write."""
+    await request.read()
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    await resp.write(b"".join(_stream(3, end=_usage(3) + _DONE)))
+    await resp.write_eof()
+    return resp
+
+
 def test_a_requests_own_headers_go_out_and_the_clients_win() -> None:
     seen: dict[str, str] = {}
 
     async def reply(request: web.Request) -> web.StreamResponse:
         seen.update(request.headers)
-        await request.read()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(b"".join(_stream(3, end=_usage(3) + _DONE)))
-        await resp.write_eof()
-        return resp
+        return await _three_events(request)
 
     async def go() -> RequestRecord:
         async with (loopback_app("/v1/completions", reply) as url,
@@ -333,12 +338,7 @@ def test_sequential_requests_reuse_one_keep_alive_connection(keep_alive: bool) -
 
     async def reply(request: web.Request) -> web.StreamResponse:
         ports.append(request.transport.get_extra_info("peername")[1])  # type: ignore[union-attr]
-        await request.read()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(b"".join(_stream(3, end=_usage(3) + _DONE)))
-        await resp.write_eof()
-        return resp
+        return await _three_events(request)
 
     async def go() -> list[RequestRecord]:
         async with (loopback_app("/v1/completions", reply) as url,
