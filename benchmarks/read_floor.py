@@ -10,6 +10,15 @@ benchmarks/client_ingest.py (harness.testing.fast_sse_server, one event per writ
 what any client written on this event loop can reach there; the harness client's figure is
 printed beside it.
 
+Like for like, down to TCP: each lean connection sends the harness's closed loop's requests
+(the same lengths, uniform in [0.8 L, L] from the same seed) and sends the next on the same
+connection when one ends, as the harness's keep-alive pool does. A connection that only ever
+sent one request stays in Linux's quick-ACK mode and acknowledges every data segment; one that
+answers each reply with its next request is in ping-pong mode and acknowledges every other. On
+loopback an ACK's cost (its send, and the server socket's receive path, run inline) lands on
+the client's core: a floor of one endless request per connection paid ~1.5 us a read the
+harness did not, and read ~15 % low (docs/client.md, "The floor, like for like").
+
 The floor and the harness client over each `client.transport` are alternated `--rounds` times
 on one server shape, so a noisy host shifts them alike; the ratios' medians are printed.
 
@@ -25,6 +34,7 @@ import asyncio
 import os
 import re
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import uvloop
@@ -32,33 +42,59 @@ import uvloop
 from harness.testing.spawn import spawn_server
 
 _STAMP = re.compile(rb'"t":([0-9.]+)')
-_BODY = b'{"prompt":"x","max_tokens":100000000,"stream":true}'
-_REQUEST = (b"POST /v1/completions HTTP/1.1\r\nHost: bench\r\nContent-Length: %d\r\n\r\n%s"
-            % (len(_BODY), _BODY))
+
+
+def _request(max_tokens: int) -> bytes:
+    body = b'{"prompt":"x","max_tokens":%d,"stream":true}' % max_tokens
+    return (b"POST /v1/completions HTTP/1.1\r\nHost: bench\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body))
 
 
 class _Lean(asyncio.Protocol):
-    """Counts events and reads; keeps the stamp error of one read in 97."""
+    """Counts events and reads; keeps the stamp error of one read in 97; sends the next request
+    on the same connection once a reply's events are all in."""
 
-    def __init__(self, totals: list[int], errors: list[float]) -> None:
-        self.totals, self.errors = totals, errors
+    def __init__(self, totals: list[int], errors: list[float], lengths: Iterator[int]) -> None:
+        self.totals, self.errors, self.lengths = totals, errors, lengths
+        self.transport: asyncio.Transport | None = None
+        self.left = 0  # events still to come in this reply
+
+    def _next(self) -> None:
+        n = next(self.lengths)
+        self.left = n + 2  # n content events, then the usage event and [DONE]
+        assert self.transport is not None
+        self.transport.write(_request(n))
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.write(_REQUEST)  # type: ignore[attr-defined]
+        self.transport = transport  # type: ignore[assignment]
+        self._next()
 
     def data_received(self, data: bytes) -> None:
         t = time.perf_counter()
         totals = self.totals
-        totals[0] += data.count(b"\n\n")
+        n = data.count(b"\n\n")
+        totals[0] += n
         totals[1] += 1
         if totals[1] % 97 == 0 and (m := _STAMP.search(data)):
             self.errors.append(t - float(m.group(1)))
+        self.left -= n
+        if self.left <= 0:  # "0\r\n\r\n" came in this write (fast_sse_server ends so)
+            self._next()
 
 
-async def _lean(port: int, streams: int, seconds: float) -> dict[str, float]:
+def _lengths(max_tokens: int) -> Iterator[int]:
+    """The output lengths benchmarks/client_ingest.py draws, in its order, without end."""
+    rng = np.random.default_rng(0)
+    while True:
+        yield from (int(x) for x in rng.integers(int(0.8 * max_tokens), max_tokens + 1, 20_000))
+
+
+async def _lean(port: int, streams: int, seconds: float, max_tokens: int) -> dict[str, float]:
     loop = asyncio.get_running_loop()
     totals, errors = [0, 0], []
-    conns = [await loop.create_connection(lambda: _Lean(totals, errors), "127.0.0.1", port)
+    lengths = _lengths(max_tokens)
+    conns = [await loop.create_connection(lambda: _Lean(totals, errors, lengths),
+                                          "127.0.0.1", port)
              for _ in range(streams)]
     await asyncio.sleep(1.0)  # every stream streaming
     errors.clear()
@@ -73,14 +109,17 @@ async def _lean(port: int, streams: int, seconds: float) -> dict[str, float]:
             "per_core": chunks / cpu, "err_p99_ms": float(np.percentile(e, 99))}
 
 
+def _max_tokens(a: argparse.Namespace) -> int:
+    return int(a.seconds * 1000 / a.tick_ms / 4)  # four rounds of requests in the harness's run
+
+
 def _harness(n: int, a: argparse.Namespace, env: dict[str, str],
              transport: str) -> dict[str, float]:
     import client_ingest  # the harness client on the same server and shape
 
     with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "1",
                       "--tick-ms", str(a.tick_ms), env=env) as port:
-        max_tokens = int(a.seconds * 1000 / a.tick_ms / 4)  # four rounds of requests
-        return client_ingest.run(n, a.seconds, max_tokens, port, request_s=a.seconds / 4,
+        return client_ingest.run(n, a.seconds, _max_tokens(a), port, request_s=a.seconds / 4,
                                  transport=transport)
 
 
@@ -106,7 +145,7 @@ def main() -> None:
         for k in range(a.rounds):
             with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "1",
                               "--tick-ms", str(a.tick_ms), env=env) as port:
-                r = uvloop.run(_lean(port, n, a.seconds))
+                r = uvloop.run(_lean(port, n, a.seconds, _max_tokens(a)))
             row = f"{n:>7} {k:>5} {r['per_core']:>10,.0f} {r['err_p99_ms']:>6.2f}"
             for t in a.transports:
                 h = _harness(n, a, env, t)
