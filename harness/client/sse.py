@@ -72,9 +72,12 @@ class StreamAccumulator:
 
     strict: bool = False
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
-    read_ts: list[float] = field(default_factory=list)
-    read_events: list[int] = field(default_factory=list)
-    n_events: int = 0
+    read_ts: list[float] = field(default_factory=list)  # one stamp per read
+    # Events completed per read, kept only where a read's count is not 1 (read index, count):
+    # at one event per write nearly every read completes one, and a per-read list of 1s was a
+    # second append and an int per read on the hot path (docs/client.md, "Per-read trims").
+    _counts: list[tuple[int, int]] = field(default_factory=list)
+    _extra: int = 0  # events beyond one per read, summed over `_counts`
     failure: str = ""
     _prev_nl: bool = False
     # Past the head, not strict, the last read ended "\n": a read of exactly one well-framed
@@ -106,13 +109,12 @@ class StreamAccumulator:
         if (self._steady and buf.find(b"\n") == len(buf) - 2 and buf[-1] == 10
                 and buf[0] == 100 and buf[-3] == 125):
             self.read_ts.append(t)
-            self.read_events.append(1)
-            self.n_events += 1
             self._pend.append(buf)
             self._pend_len += len(buf)
             if self._pend_len > 32768:  # 2 * _TAIL_BYTES; an event completed: trim
                 self._trim()
             return
+        ne = len(self.read_ts) + self._extra  # events before this read
         # Literals, not the module's names: a global lookup per read is measurable here.
         if len(buf) < 4096:  # _NUMPY_MIN_BYTES
             n, closed = buf.count(b"\n\n"), -1
@@ -125,15 +127,17 @@ class StreamAccumulator:
             if first == 10:  # a "\n" + "\n" split across two reads
                 n += 1
             elif first != 100:
-                self._suspects.append((self.n_events, self.n_events))
+                self._suspects.append((ne, ne))
         self._prev_nl = last_nl = buf[-1] == 10
         self.read_ts.append(t)
-        self.read_events.append(n)
-        self.n_events += n
+        if n != 1:
+            self._counts.append((len(self.read_ts) - 1, n))
+            self._extra += n - 1
+        ne += n  # events after this read
         if last_nl:
             try:  # no length check: IndexError only for reads of under 3 bytes
                 if buf[-3] != 125 and buf[-2] != 125:  # ..."}\n\n" or ..."}\n"
-                    self._suspects.append((self.n_events - 1, self.n_events))
+                    self._suspects.append((ne - 1, ne))
             except IndexError:
                 pass
         # A read of several events: every one of them must end "}" (or "]" for [DONE]); one
@@ -142,7 +146,7 @@ class StreamAccumulator:
             if closed < 0:
                 closed = buf.count(b"}\n\n") + buf.count(b"]\n\n")
             if closed < n:
-                self._suspects.append((self.n_events - n, self.n_events))
+                self._suspects.append((ne - n, ne))
         if self.strict:
             self._feed_strict(buf, n)
             return
@@ -160,6 +164,11 @@ class StreamAccumulator:
                     self._trim()
                 elif self._pend_len > self.max_event_bytes + 2 * _TAIL_BYTES:
                     self._oversized()  # the open event holds nearly all of it
+
+    @property
+    def n_events(self) -> int:
+        """Events completed so far, over every read."""
+        return len(self.read_ts) + self._extra
 
     def _feed_strict(self, buf: bytes, n: int) -> None:
         self._all.append(buf)
@@ -224,8 +233,14 @@ class StreamAccumulator:
             size += len(pend[keep])
         if keep == 0:
             return
-        # Events completed in the kept reads: the newest reads' counts (pend[keep:] are reads).
-        kept_events = sum(self.read_events[len(self.read_events) - (len(pend) - keep):])
+        # Events completed in the kept reads: one each, and the newest reads' other counts
+        # (pend[keep:] are reads; pend[0], which may be a carry, is never kept).
+        first_kept = len(self.read_ts) - (len(pend) - keep)
+        kept_events = len(pend) - keep
+        for i, c in reversed(self._counts):
+            if i < first_kept:
+                break
+            kept_events += c - 1
         k = self.n_events - self._pend_first - kept_events
         last = pend[keep - 1]
         j = last.rfind(_SEP)
@@ -268,7 +283,13 @@ class StreamAccumulator:
                 self._seen.append((idx, ev))
 
     def _event_times(self) -> np.ndarray:
-        return np.repeat(np.asarray(self.read_ts, dtype=float), self.read_events)
+        ts = np.asarray(self.read_ts, dtype=float)
+        if not self._counts:
+            return ts
+        counts = np.ones(len(ts), dtype=np.int64)
+        pairs = np.asarray(self._counts, dtype=np.int64)
+        counts[pairs[:, 0]] = pairs[:, 1]
+        return np.repeat(ts, counts)
 
     def finish(self, rec: RequestRecord, end_ts: float) -> None:
         rec.end_ts = end_ts
