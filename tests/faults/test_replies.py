@@ -294,6 +294,28 @@ def test_a_connection_reset_mid_body_fails_with_the_payload_reason_and_keeps_the
     assert rec.http_status == 200 and len(rec.chunk_ts) == 12 and rec.truncated
 
 
+def test_a_bug_in_the_clients_accounting_is_a_client_error_not_the_servers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception in our own SSE accounting fails the request as ours. Over httptools it used
+    to be raised inside llhttp's on_body callback, which httptools re-raises as its
+    HttpParserCallbackError, and the record blamed the server ("invalid HTTP reply")."""
+    from harness.client.sse import StreamAccumulator
+
+    feed = StreamAccumulator.feed
+    calls = [0]
+
+    def faulty(self: StreamAccumulator, buf: bytes, t: float) -> None:
+        calls[0] += 1
+        if calls[0] == 5:
+            raise RuntimeError("boom in feed")
+        feed(self, buf, t)
+
+    monkeypatch.setattr(StreamAccumulator, "feed", faulty)
+    rec = fetch(_stream())
+    _failed(rec, "client error: RuntimeError: boom in feed")
+    assert "invalid HTTP reply" not in rec.error and rec.http_status == 200
+
+
 def test_a_connection_dropped_before_the_reply_is_a_server_disconnect() -> None:
     rec = _reset_after([], head=False)
     _failed(rec, "ServerDisconnectedError")
