@@ -75,7 +75,8 @@ class StreamAccumulator:
     read_ts: list[float] = field(default_factory=list)  # one stamp per read
     # Events completed per read, kept only where a read's count is not 1 (read index, count):
     # at one event per write nearly every read completes one, and a per-read list of 1s was a
-    # second append and an int per read on the hot path (docs/client.md, "Per-read trims").
+    # second append and an int per read on the hot path (docs/client.md, "Two smaller
+    # read-path changes").
     _counts: list[tuple[int, int]] = field(default_factory=list)
     _extra: int = 0  # events beyond one per read, summed over `_counts`
     failure: str = ""
