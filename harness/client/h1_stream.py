@@ -110,6 +110,10 @@ class _Conn(asyncio.Protocol):
                 aiohttp.RequestInfo(URL(), "POST", {}), (), status=self.reply.status,  # type: ignore[arg-type]
                 message=f"invalid HTTP reply: {exc}"))
             return
+        except Exception as exc:  # httptools' HttpParserUpgrade (no HttpParserError), or ours
+            bodies.clear()
+            self._accounting_failed(exc)
+            return
         if bodies:
             acc = self._acc
             if acc is not None and len(bodies) == 1 and self._raw is None:
