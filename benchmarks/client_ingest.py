@@ -95,6 +95,7 @@ def run(concurrency: int, seconds: float, max_tokens: int, port: int,
     ids = [r.request_id for r in phase.records]
     return {
         "concurrency": concurrency,
+        "chunks": chunks,
         "chunks_per_s": chunks / phase.duration_s,
         "per_core": chunks / cpu_s if cpu_s > 0 else float("nan"),
         "requests": len(phase.records),

@@ -17,7 +17,9 @@ sent one request stays in Linux's quick-ACK mode and acknowledges every data seg
 answers each reply with its next request is in ping-pong mode and acknowledges every other. On
 loopback an ACK's cost (its send, and the server socket's receive path, run inline) lands on
 the client's core: a floor of one endless request per connection paid ~1.5 us a read the
-harness did not, and read ~15 % low (docs/client.md, "The floor, like for like").
+harness did not, and read ~15 % low (docs/client.md, "The floor, like for like"). Each client's
+ACKs per chunk are printed (`ack/ch`, from the host's TCP counters: segments sent in its window
+less one per chunk the server sent), so a comparison that is not like for like shows.
 
 The floor and the harness client over each `client.transport` are alternated `--rounds` times
 on one server shape, so a noisy host shifts them alike; the ratios' medians are printed.
@@ -42,6 +44,25 @@ import uvloop
 from harness.testing.spawn import spawn_server
 
 _STAMP = re.compile(rb'"t":([0-9.]+)')
+
+
+def _tcp_segments_out() -> int | None:
+    """The host's TCP segments sent so far (/proc/net/snmp `Tcp: OutSegs`); None off Linux."""
+    try:
+        with open("/proc/net/snmp") as f:
+            rows = [line.split() for line in f if line.startswith("Tcp:")]
+        return int(rows[1][rows[0].index("OutSegs")])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _acks_per_chunk(out0: int | None, chunks: float) -> float:
+    """Segments sent over a window, less the server's (one write, one segment, per chunk at one
+    event per write), per chunk: the client's ACKs, and its few requests."""
+    out1 = _tcp_segments_out()
+    if out0 is None or out1 is None or chunks <= 0:
+        return float("nan")
+    return (out1 - out0 - chunks) / chunks
 
 
 def _request(max_tokens: int) -> bytes:
@@ -93,20 +114,24 @@ async def _lean(port: int, streams: int, seconds: float, max_tokens: int) -> dic
     loop = asyncio.get_running_loop()
     totals, errors = [0, 0], []
     lengths = _lengths(max_tokens)
+    # Measured from before the first connect, as client_ingest measures the harness's whole
+    # phase: each connection's first request, on a fresh connection not yet in ping-pong
+    # mode, is in both windows.
+    c0, r0, cpu0, w0 = totals[0], totals[1], time.process_time(), time.perf_counter()
+    out0 = _tcp_segments_out()
     conns = [await loop.create_connection(lambda: _Lean(totals, errors, lengths),
                                           "127.0.0.1", port)
              for _ in range(streams)]
-    await asyncio.sleep(1.0)  # every stream streaming
-    errors.clear()
-    c0, r0, cpu0, w0 = totals[0], totals[1], time.process_time(), time.perf_counter()
-    await asyncio.sleep(seconds)
+    await asyncio.sleep(seconds - (time.perf_counter() - w0))
     chunks, reads = totals[0] - c0, totals[1] - r0
+    acks = _acks_per_chunk(out0, chunks)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - w0
     for transport, _ in conns:
         transport.close()
     e = np.asarray(errors) * 1000.0
     return {"chunks_per_s": chunks / wall, "reads_per_s": reads / wall, "cpu": cpu / wall,
-            "per_core": chunks / cpu, "err_p99_ms": float(np.percentile(e, 99))}
+            "per_core": chunks / cpu, "err_p99_ms": float(np.percentile(e, 99)),
+            "acks_per_chunk": acks}
 
 
 def _max_tokens(a: argparse.Namespace) -> int:
@@ -119,8 +144,11 @@ def _harness(n: int, a: argparse.Namespace, env: dict[str, str],
 
     with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "1",
                       "--tick-ms", str(a.tick_ms), env=env) as port:
-        return client_ingest.run(n, a.seconds, _max_tokens(a), port, request_s=a.seconds / 4,
-                                 transport=transport)
+        out0 = _tcp_segments_out()
+        r = client_ingest.run(n, a.seconds, _max_tokens(a), port, request_s=a.seconds / 4,
+                              transport=transport)
+        r["acks_per_chunk"] = _acks_per_chunk(out0, r["chunks"])
+        return r
 
 
 def main() -> None:
@@ -137,8 +165,10 @@ def main() -> None:
     env = {"FAST_SSE_CPU": str(cpus[-1])} if len(cpus) > 1 else {}
     if len(cpus) > 1:
         os.sched_setaffinity(0, {cpus[0]})
-    cols = "".join(f" {t + ' %':>12} {'err99':>6} {'bound':>6}" for t in a.transports)
-    print(f"{'streams':>7} {'round':>5} {'floor/core':>10} {'err99':>6}{cols}  (ms; % of floor)")
+    cols = "".join(f" {t + ' %':>12} {'err99':>6} {'bound':>6} {'ack/ch':>6}"
+                   for t in a.transports)
+    print(f"{'streams':>7} {'round':>5} {'floor/core':>10} {'err99':>6} {'ack/ch':>6}{cols}"
+          "  (ms; % of floor)")
     last = ""
     for n in a.streams:
         ratios: dict[str, list[float]] = {t: [] for t in a.transports}
@@ -146,12 +176,14 @@ def main() -> None:
             with spawn_server("harness.testing.fast_sse_server", "--events-per-tick", "1",
                               "--tick-ms", str(a.tick_ms), env=env) as port:
                 r = uvloop.run(_lean(port, n, a.seconds, _max_tokens(a)))
-            row = f"{n:>7} {k:>5} {r['per_core']:>10,.0f} {r['err_p99_ms']:>6.2f}"
+            row = (f"{n:>7} {k:>5} {r['per_core']:>10,.0f} {r['err_p99_ms']:>6.2f}"
+                   f" {r['acks_per_chunk']:>6.2f}")
             for t in a.transports:
                 h = _harness(n, a, env, t)
                 ratios[t].append(h["per_core"] / r["per_core"])
                 row += (f" {h['per_core']:>6,.0f} {100 * ratios[t][-1]:>4.0f}%"
-                        f" {h['err_p99_ms']:>6.2f} {h['est_p99_ms']:>6.2f}")
+                        f" {h['err_p99_ms']:>6.2f} {h['est_p99_ms']:>6.2f}"
+                        f" {h['acks_per_chunk']:>6.2f}")
             print(row, flush=True)
         med = " ".join(f"{t}={100 * float(np.median(v)):.0f}%" for t, v in ratios.items())
         print(f"{n:>7} median of {a.rounds}: {med}", flush=True)
