@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test lint bench baseline gate clean-venv vllm-env
 
-$(STAMP): pyproject.toml
+# The C source too: `pip install -e .` compiles it (harness/client/read_state.py).
+$(STAMP): pyproject.toml harness/client/_fastread.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU build on local disk; an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
@@ -58,7 +59,7 @@ baseline: $(STAMP)
 
 # vLLM on the CPU in its own environment (engine=vllm-cpu runs it with this interpreter).
 VLLM_VENV := .venv-vllm
-$(VLLM_VENV)/.installed: pyproject.toml
+$(VLLM_VENV)/.installed: pyproject.toml harness/client/_fastread.c
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
 	$(VLLM_VENV)/bin/pip install -q -e '.[vllm,embedded]'

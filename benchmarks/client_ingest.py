@@ -10,7 +10,7 @@ Prints one row per concurrency: chunks/s, reads/s, client CPU share, mean reques
 against the requested concurrency, and the timestamp error (client stamp - server send time).
 
 Run: python benchmarks/client_ingest.py [--seconds 8] [--concurrency 32 64 128 256]
-     [--transport aiohttp|httptools]
+     [--transport aiohttp|httptools|httptools-python]
 Reference points (one client core, measured by the project's authors): vllm bench serve ~205k
 chunks/s, SGLang's Python client ~115k, AIPerf ~28k, SGLang's Rust client ~747k.
 """
@@ -57,10 +57,17 @@ def _stamp_errors(records: list) -> np.ndarray:
     return np.asarray(errs) * 1000.0
 
 
+# What --transport names: (client.transport, client.read_path). httptools-python is the
+# httptools transport with its steady read in Python, not C (docs/client.md "The compiled read").
+TRANSPORTS = {"aiohttp": ("aiohttp", "compiled"), "httptools": ("httptools", "compiled"),
+              "httptools-python": ("httptools", "python")}
+
+
 def _phase(concurrency: int, seconds: float, max_tokens: int, port: int, lockstep: bool,
            workers: int, request_s: float, transport: str) -> tuple[Any, float]:
     """The phase and the client's CPU seconds (its own, or its worker processes')."""
-    settings = ClientSettings(f"http://127.0.0.1:{port}", transport=transport)
+    kind, read_path = TRANSPORTS[transport]
+    settings = ClientSettings(f"http://127.0.0.1:{port}", transport=kind, read_path=read_path)
     if workers > 1:  # a fixed number of requests (a deadline generator cannot be shipped)
         rounds = max(1, round(seconds / request_s))
         specs = _specs(concurrency * rounds, max_tokens, sample_every=50, lockstep=lockstep)
@@ -128,8 +135,9 @@ def main() -> None:
                    help="every request the same length, so all finish in the same instant")
     p.add_argument("--workers", type=int, default=1,
                    help="client processes (client.workers); > 1: a fixed request count")
-    p.add_argument("--transport", choices=["aiohttp", "httptools"], default="aiohttp",
-                   help="client.transport: what reads the stream")
+    p.add_argument("--transport", choices=list(TRANSPORTS), default="aiohttp",
+                   help="client.transport (and for httptools-python, client.read_path=python):"
+                   " what reads the stream")
     # cpu and per core: the client processes' CPU seconds (each process's own process_time)
     a = p.parse_args()
     cpus = sorted(os.sched_getaffinity(0))

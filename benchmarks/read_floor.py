@@ -25,7 +25,7 @@ The floor and the harness client over each `client.transport` are alternated `--
 on one server shape, so a noisy host shifts them alike; the ratios' medians are printed.
 
 Run: python benchmarks/read_floor.py [--streams 64 256] [--seconds 5] [--tick-ms 2]
-     [--transports aiohttp httptools] [--rounds 3]
+     [--transports aiohttp httptools httptools-python] [--rounds 3]
 Last lines, for scripts: `read_floor streams=N aiohttp_pct=X httptools_pct=Y` (of the floor).
 """
 
@@ -157,7 +157,9 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--tick-ms", type=float, default=2.0)
     p.add_argument("--transports", nargs="+", default=["aiohttp", "httptools"],
-                   choices=["aiohttp", "httptools"], help="client.transport values measured")
+                   choices=["aiohttp", "httptools", "httptools-python"],
+                   help="client.transport values measured (httptools-python: httptools with "
+                   "client.read_path=python)")
     p.add_argument("--rounds", type=int, default=1,
                    help="floor and each transport alternated this many times; medians printed")
     a = p.parse_args()

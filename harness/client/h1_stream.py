@@ -9,7 +9,10 @@ collects the read's body slices (chunk framing removed), and `data_received` han
 request's `sse.StreamAccumulator` with that stamp once llhttp returns. No
 StreamReader, no reader wake-up, no per-read timer: one stall timer per request, re-armed only
 when it fires, watches the last read's stamp (from the send: the wait for headers counts too,
-as aiohttp's sock_read does).
+as aiohttp's sock_read does). Where harness.client._fastread is built (`client.read_path=
+compiled`, the default) the read that dominates a stream, one whole chunk of one whole event
+while llhttp is between chunks, is stamped and accounted in C without llhttp or an interpreter
+frame, exactly as this module and sse.py would (docs/client.md, "The compiled read").
 
 What is kept from the aiohttp path (harness.client.streaming), with the same reasons: no
 redirects, identity encoding only (compressed replies refused), the body of a non-200 reply read
@@ -33,6 +36,7 @@ import httptools
 from yarl import URL
 
 from harness.client.loop_passes import PASSES
+from harness.client.read_state import COMPILED, ConnState, PyConnState
 from harness.client.refusal import ERROR_BODY_BYTES, needs_body
 from harness.client.sse import StreamAccumulator
 
@@ -55,31 +59,33 @@ class Reply:
     body: bytes = b""
 
 
-class _Conn(asyncio.Protocol):
-    """One keep-alive connection; one request at a time."""
+class _ConnBody:
+    """One keep-alive connection; one request at a time (the methods of _Conn and _PyConn).
 
+    `_feed`, `_acc`, `_raw`, `last`, `_any`, `_boundary` and `_chunk_cb` are the connection
+    state's (harness.client.read_state). Compiled (`_Conn`), its `data_received` stamps each
+    read, counts it into the pass meter and takes a steady read (one whole chunk of one whole
+    event, llhttp between chunks) itself; any other read comes to `_read` with its stamp. In
+    `_PyConn` (`client.read_path=python`, or no compiled module) `_read` is `data_received`."""
+
+    __slots__ = ()
     # Slots: every read touches this object, and 64-256 of them are read in turn; its fields
     # then sit in the object itself, not in a separate values array.
-    __slots__ = ("_acc", "_any", "_bodies", "_chunked", "_close_delimited", "_err", "_feed",
-                 "_has_length", "_keep_alive", "_parser", "_raw", "closed", "complete", "end",
-                 "head", "last", "on_body", "reply", "transport")
+    SLOTS = ("_bodies", "_chunked", "_close_delimited", "_err", "_has_length", "_keep_alive",
+             "_parser", "closed", "complete", "end", "head", "on_body", "reply", "transport")
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._parser: httptools.HttpResponseParser | None = None
-        self._feed: Callable[[bytes], None] | None = None
-        self._acc: StreamAccumulator | None = None
-        self._raw: Callable[[tuple[float, bytes]], None] | None = None
+        self._meter = PASSES
         # llhttp's on_body is this list's append, a C call: a read's body slices (chunk framing
-        # removed) wait here until data_received hands them on with the read's stamp. A Python
+        # removed) wait here until _read hands them on with the read's stamp. A Python
         # on_body cost a call from C into Python on every read (~150 ns in isolation).
         self._bodies: list[bytes] = []
         self.on_body = self._bodies.append
         self._err: bytearray | None = None  # a refused reply's body, up to ERROR_BODY_BYTES
         self.reply = Reply()
-        self.last = 0.0  # the last read's stamp (or the send's): every body slice of a read gets it
-        self._any = False  # a byte of the reply came
         self._close_delimited = False  # neither chunked nor Content-Length: ends at EOF
         self._chunked = False
         self._has_length = False
@@ -92,15 +98,19 @@ class _Conn(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
-    def data_received(self, data: bytes) -> None:
-        t = self.last = _clock()
-        _pass_read(t)
+    def _read(self, data: bytes, t: float | None = None) -> None:
+        """A read the compiled path did not take (stamped there), or any read (stamped
+        here)."""
+        if t is None:
+            t = self.last = _clock()
+            _pass_read(t)
         feed = self._feed
         if feed is None:  # bytes on an idle connection: nobody's reply; the connection is unsafe
             self._drop()
             return
         self._any = True
         bodies = self._bodies
+        self._chunk_cb = 0
         try:
             feed(data)  # llhttp appends the read's body slices to `bodies` (on_body, in C)
         except httptools.HttpParserError as exc:
@@ -114,6 +124,12 @@ class _Conn(asyncio.Protocol):
             bodies.clear()
             self._accounting_failed(exc)
             return
+        # llhttp is between chunks when its last chunk callback in this read was a chunk's
+        # completion and the read ended with that chunk's CRLF (what followed the callback
+        # could only be an unfinished size line, and one ending CRLF is finished): the next
+        # read, if one whole chunk, may skip llhttp (the compiled path; _fastread.c's header).
+        self._boundary = (self._chunk_cb == 2 and self._feed is not None
+                          and data[-2:] == b"\r\n")
         if bodies:
             acc = self._acc
             if acc is not None and len(bodies) == 1 and self._raw is None:
@@ -211,7 +227,8 @@ class _Conn(asyncio.Protocol):
         self._bodies.clear()  # nothing of an earlier reply's last read
         self.reply = reply
         self.last = now
-        self._any = self.complete = False
+        self._any = self.complete = self._boundary = False
+        self._chunk_cb = 0
         self._chunked = self._has_length = self._close_delimited = self._keep_alive = False
         self.head, self.end = loop.create_future(), loop.create_future()
 
@@ -266,11 +283,24 @@ class _Conn(asyncio.Protocol):
         self._fail(Stalled())
 
 
+class _Conn(_ConnBody, ConnState, asyncio.Protocol):  # type: ignore[misc]
+    """The compiled read (where harness.client._fastread is built; else unused)."""
+
+    __slots__ = _ConnBody.SLOTS
+
+
+class _PyConn(_ConnBody, PyConnState, asyncio.Protocol):  # type: ignore[misc]
+    """The Python read."""
+
+    __slots__ = _ConnBody.SLOTS
+    data_received = _ConnBody._read
+
+
 class H1Streams:
     """Keep-alive connections to one origin, and the streaming exchange over them."""
 
     def __init__(self, base_url: str, headers: dict[str, str], connect_timeout_s: float,
-                 stall_s: float, keep_alive: bool) -> None:
+                 stall_s: float, keep_alive: bool, read_path: str = "compiled") -> None:
         url = URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
             raise ValueError(f"client.transport=httptools needs an http(s) URL, got {base_url!r}")
@@ -284,7 +314,10 @@ class H1Streams:
         self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._fixed = {k.lower() for k in fixed}  # a request's own headers cannot replace these
         self._connect_s, self._stall_s, self._keep_alive = connect_timeout_s, stall_s, keep_alive
-        self._idle: list[_Conn] = []
+        self._idle: list[_ConnBody] = []
+        # client.read_path: "compiled" where the module is built, else (or "python") Python
+        self._conn: type[_ConnBody] = _Conn if COMPILED and read_path == "compiled" else _PyConn
+        self.read_path = "compiled" if self._conn is _Conn else "python"
         self._heads: dict[str, bytes] = {}  # the request line and headers, per path
 
     def close(self) -> None:
@@ -292,11 +325,11 @@ class H1Streams:
             conn._drop()
         self._idle.clear()
 
-    async def _connect(self) -> _Conn:
+    async def _connect(self) -> _ConnBody:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._connect_s):
-                _, conn = await loop.create_connection(_Conn, self._host, self._port,
+                _, conn = await loop.create_connection(self._conn, self._host, self._port,
                                                        ssl=self._ssl)
         except OSError as exc:
             raise aiohttp.ClientOSError(
@@ -304,7 +337,7 @@ class H1Streams:
                 f"[{exc.strerror or exc}]") from None
         return conn
 
-    async def _take(self, on_connect: Callable[[bool, float], None]) -> _Conn:
+    async def _take(self, on_connect: Callable[[bool, float], None]) -> _ConnBody:
         """An idle keep-alive connection still open, else a new one (its set-up timed)."""
         while self._idle:
             conn = self._idle.pop()

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from harness.client.read_state import FeedState
 from harness.client.sse_events import MALFORMED, ParsedEvent, parse_event
 from harness.records import RequestRecord
 
@@ -63,16 +64,19 @@ def _scan_numpy(buf: bytes) -> tuple[int, int]:
 
 
 @dataclass(slots=True)
-class StreamAccumulator:
+class StreamAccumulator(FeedState):
     """Collects one response stream; `finish` writes what it learnt into a RequestRecord.
 
     After a `feed`, a non-empty `failure` means the stream is beyond use (an oversized event):
     stop reading it.
+
+    `read_ts` (one stamp per read), `_pend`, `_pend_len` and `_steady` are FeedState's
+    (harness.client.read_state): the compiled steady read of the httptools transport updates
+    them as `feed`'s first branch does.
     """
 
     strict: bool = False
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
-    read_ts: list[float] = field(default_factory=list)  # one stamp per read
     # Events completed per read, kept only where a read's count is not 1 (read index, count):
     # at one event per write nearly every read completes one, and a per-read list of 1s was a
     # second append and an int per read on the hot path (docs/client.md, "Two smaller
@@ -81,9 +85,6 @@ class StreamAccumulator:
     _extra: int = 0  # events beyond one per read, summed over `_counts`
     failure: str = ""
     _prev_nl: bool = False
-    # Past the head, not strict, the last read ended "\n": a read of exactly one well-framed
-    # event then takes feed's first branch (the usual read at one event per write).
-    _steady: bool = False
     _open: int = 0  # strict mode: bytes of the event still open (since the last terminator)
     # head: unparsed bytes until the first content event has been seen
     _head: bytearray = field(default_factory=bytearray)
@@ -92,10 +93,9 @@ class StreamAccumulator:
     _first_content: int = -1
     # Events parsed anywhere in fast mode, (index, event); the head's, then slow-path regions'.
     _seen: list[tuple[int, ParsedEvent]] = field(default_factory=list)
-    # Reads after the head that are not yet checked; _pend[0] begins at an event boundary.
-    _pend: list[bytes] = field(default_factory=list)
-    _pend_len: int = 0
-    _pend_first: int = 0  # event index of the first event in _pend
+    # Reads after the head that are not yet checked (FeedState's `_pend`) begin at an event
+    # boundary; this is the index of the first event in them.
+    _pend_first: int = 0
     _skip: list[int] = field(default_factory=list)  # events after the head that are no chunks
     _suspects: list[tuple[int, int]] = field(default_factory=list)  # event ranges to parse
     # strict mode keeps every read

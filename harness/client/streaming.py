@@ -62,6 +62,9 @@ class ClientSettings:
     workers: int = 1  # client processes a point's load is split over (harness.client.workers)
     # What reads the stream: "aiohttp", or "httptools" (our protocol and llhttp, h1_stream)
     transport: str = "aiohttp"
+    # httptools only: "compiled" (its steady read in C, where harness.client._fastread is
+    # built; else the Python read) or "python" (docs/client.md "The compiled read")
+    read_path: str = "compiled"
 
 
 @dataclass(slots=True, repr=False)
@@ -138,7 +141,7 @@ class StreamingClient(InflightAccount):
         if self.settings.transport == "httptools":
             s = self.settings
             self._h1 = H1Streams(self._base, self._headers, s.connect_timeout_s,
-                                 s.stall_timeout_s, s.keep_alive)
+                                 s.stall_timeout_s, s.keep_alive, s.read_path)
         elif self.settings.transport != "aiohttp":
             raise ValueError(f"client.transport is {self.settings.transport!r}: "
                              "use aiohttp or httptools")

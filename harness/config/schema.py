@@ -324,6 +324,10 @@ class ClientConfig:
     # What reads the measured stream: aiohttp, or httptools (our own protocol over llhttp,
     # harness/client/h1_stream.py; docs/client.md "Transports").
     transport: str = "aiohttp"
+    # httptools only: "compiled" (the steady read in C where harness.client._fastread is built,
+    # else the Python read; provenance's versions say which) | "python" (docs/client.md "The
+    # compiled read")
+    read_path: str = "compiled"
     # A point is flagged when the client held requests longer than this between issuing one
     # and its body reaching the socket (p99, connection set-up excluded)...
     max_queue_delay_ms: float = 10.0

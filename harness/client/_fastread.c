@@ -1,0 +1,552 @@
+/* The httptools transport's steady read, compiled (docs/client.md, "The compiled read").
+ *
+ * At one SSE event per server write every event is its own socket read, and the Python work
+ * around each read (the protocol's data_received, the pass meter, the accumulator's steady
+ * branch: three interpreter frames) cost more than the kernel's part of it. Here that work
+ * is done in C for the read that dominates a stream: one whole HTTP chunk holding one whole
+ * `data: {...}\n\n` event, the accumulator past its head. Every other read goes to the
+ * Python path (harness/client/h1_stream.py `_Conn._read`), which feeds llhttp.
+ *
+ * Three base types hold the state both paths share, as C members the Python code reads and
+ * writes by name: ConnState (of h1_stream._Conn), FeedState (of sse.StreamAccumulator) and
+ * MeterState (of loop_passes.PassMeter). harness/client/read_state.py has their pure-Python
+ * twins, used where this module is not built; the semantics are the Python code's, line for
+ * line (tests/test_fastread.py feeds both the same reads and compares everything kept).
+ *
+ * Why llhttp may be skipped for such a read: `_Conn._read` sets `_boundary` only when llhttp's
+ * last chunk callback in a read was on_chunk_complete (fired after a chunk's closing CRLF,
+ * llhttp's `chunk_data_almost_done`) and the read ended with CRLF: bytes after that callback
+ * could only be an unfinished size line, and a size line ending CRLF is finished (llhttp would
+ * have called on_chunk_header). llhttp is then between chunks, and a read that is exactly one
+ * chunk, `HEX\r\nDATA\r\n` with len(DATA) == HEX (no extensions), leaves it there again:
+ * skipping it changes nothing llhttp would have done but hand DATA to on_body.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- the clock: time.perf_counter's, to the bit ------------------------------------------ */
+
+static PyObject *perf_counter = NULL; /* time.perf_counter, where it is not CLOCK_MONOTONIC */
+
+static int
+now(double *out)
+{
+#if defined(__linux__)
+    /* CPython 3.11 Python/pytime.c: perf_counter is the monotonic clock, clock_gettime
+     * (CLOCK_MONOTONIC) on Linux, turned into seconds by _PyTime_AsSecondsDouble: */
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+        long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        volatile double d;
+        if (ns % 1000000000LL == 0) {
+            d = (double)(ns / 1000000000LL);
+        } else {
+            d = (double)ns;
+            d /= 1e9;
+        }
+        *out = d;
+        return 0;
+    }
+#endif
+    PyObject *r = PyObject_CallNoArgs(perf_counter);
+    if (r == NULL) {
+        return -1;
+    }
+    *out = PyFloat_AsDouble(r);
+    Py_DECREF(r);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* ---- FeedState: what the steady read touches of a StreamAccumulator ---------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *read_ts; /* list of float: one stamp per read */
+    PyObject *pend;    /* list of bytes: reads past the head not yet trimmed */
+    Py_ssize_t pend_len;
+    char steady;
+} FeedState;
+
+static PyObject *
+feed_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    FeedState *self = (FeedState *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->read_ts = PyList_New(0);
+    self->pend = PyList_New(0);
+    if (self->read_ts == NULL || self->pend == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int
+feed_traverse(FeedState *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->read_ts);
+    Py_VISIT(self->pend);
+    return 0;
+}
+
+static int
+feed_clear(FeedState *self)
+{
+    Py_CLEAR(self->read_ts);
+    Py_CLEAR(self->pend);
+    return 0;
+}
+
+static void
+feed_dealloc(FeedState *self)
+{
+    PyObject_GC_UnTrack(self);
+    feed_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef feed_members[] = {
+    {"read_ts", T_OBJECT_EX, offsetof(FeedState, read_ts), 0, "one stamp per read"},
+    {"_pend", T_OBJECT_EX, offsetof(FeedState, pend), 0, "pending reads past the head"},
+    {"_pend_len", T_PYSSIZET, offsetof(FeedState, pend_len), 0, "bytes in _pend"},
+    {"_steady", T_BOOL, offsetof(FeedState, steady), 0, "a one-event read takes the short path"},
+    {NULL},
+};
+
+static PyTypeObject FeedStateType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "harness.client._fastread.FeedState",
+    .tp_basicsize = sizeof(FeedState),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = feed_new,
+    .tp_traverse = (traverseproc)feed_traverse,
+    .tp_clear = (inquiry)feed_clear,
+    .tp_dealloc = (destructor)feed_dealloc,
+    .tp_members = feed_members,
+    .tp_doc = "The StreamAccumulator state the compiled steady read updates.",
+};
+
+/* ---- MeterState: the pass meter's per-read state ----------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *loop; /* None while stopped */
+    PyObject *hist; /* list of int, 50,000 bins of 20 us */
+    PyObject *over; /* list of float */
+    PyObject *close_cb; /* self._close, bound once */
+    double t0;
+    char open;
+} MeterState;
+
+static PyObject *
+meter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    MeterState *self = (MeterState *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->loop = Py_NewRef(Py_None);
+    self->hist = PyList_New(0);
+    self->over = PyList_New(0);
+    if (self->hist == NULL || self->over == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int
+meter_traverse(MeterState *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->loop);
+    Py_VISIT(self->hist);
+    Py_VISIT(self->over);
+    Py_VISIT(self->close_cb);
+    return 0;
+}
+
+static int
+meter_clear(MeterState *self)
+{
+    Py_CLEAR(self->loop);
+    Py_CLEAR(self->hist);
+    Py_CLEAR(self->over);
+    Py_CLEAR(self->close_cb);
+    return 0;
+}
+
+static PyObject *
+meter_close(MeterState *self, PyObject *unused)
+{
+    self->open = 0; /* the pass ended: the loop ran this after the pass's I/O callbacks */
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef meter_methods[] = {
+    {"_close", (PyCFunction)meter_close, METH_NOARGS, "End the open pass."},
+    {NULL},
+};
+
+static void
+meter_dealloc(MeterState *self)
+{
+    PyObject_GC_UnTrack(self);
+    meter_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef meter_members[] = {
+    {"_loop", T_OBJECT, offsetof(MeterState, loop), 0, "the running loop; None: stopped"},
+    {"hist", T_OBJECT_EX, offsetof(MeterState, hist), 0, "reads per 20 us offset bin"},
+    {"over", T_OBJECT_EX, offsetof(MeterState, over), 0, "offsets beyond the bins, s"},
+    {"_t0", T_DOUBLE, offsetof(MeterState, t0), 0, "the open pass's first read"},
+    {"_open", T_BOOL, offsetof(MeterState, open), 0, "a pass is open"},
+    {NULL},
+};
+
+static PyTypeObject MeterStateType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "harness.client._fastread.MeterState",
+    .tp_basicsize = sizeof(MeterState),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = meter_new,
+    .tp_traverse = (traverseproc)meter_traverse,
+    .tp_clear = (inquiry)meter_clear,
+    .tp_dealloc = (destructor)meter_dealloc,
+    .tp_members = meter_members,
+    .tp_methods = meter_methods,
+    .tp_doc = "The PassMeter state a compiled read counts into.",
+};
+
+static PyObject *str_read = NULL, *str_trim = NULL, *str_read_meter = NULL;
+static PyObject *str_failed = NULL, *str_close = NULL, *str_call_soon = NULL;
+
+/* hist[i] += 1. 1: done; 0: not a list this long (the Python method then); -1: an error. */
+static int
+bump(PyObject *hist, long long i)
+{
+    if (i < 0 || i >= 50000 || !PyList_CheckExact(hist) || i >= PyList_GET_SIZE(hist)) {
+        return 0;
+    }
+    PyObject *old = PyList_GET_ITEM(hist, i);
+    long long v = PyLong_AsLongLong(old);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *bumped = PyLong_FromLongLong(v + 1);
+    if (bumped == NULL) {
+        return -1;
+    }
+    PyList_SET_ITEM(hist, i, bumped);
+    Py_DECREF(old);
+    return 1;
+}
+
+/* PassMeter.read(t), as loop_passes.py has it; an offset beyond the bins by the Python
+ * method. */
+static int
+meter_read(PyObject *meter, double t)
+{
+    if (meter == NULL || meter == Py_None) {
+        return 0;
+    }
+    if (PyObject_TypeCheck(meter, &MeterStateType)) {
+        MeterState *m = (MeterState *)meter;
+        int done;
+        if (m->open) {
+            done = bump(m->hist, (long long)((t - m->t0) * 50000.0)); /* int() of a float >= 0 */
+            if (done != 0) {
+                return done;
+            }
+        } else if (m->loop == NULL || m->loop == Py_None) {
+            return 0; /* stopped */
+        } else if (PyList_CheckExact(m->hist) && PyList_GET_SIZE(m->hist) > 0) {
+            /* A pass begins: it ends when a callback scheduled now runs. */
+            m->open = 1;
+            m->t0 = t;
+            if (m->close_cb == NULL && (m->close_cb = PyObject_GetAttr(meter, str_close)) == NULL) {
+                return -1;
+            }
+            PyObject *r = PyObject_CallMethodOneArg(m->loop, str_call_soon, m->close_cb);
+            if (r == NULL) {
+                return -1;
+            }
+            Py_DECREF(r);
+            return bump(m->hist, 0) < 0 ? -1 : 0;
+        }
+    }
+    PyObject *ts = PyFloat_FromDouble(t);
+    if (ts == NULL) {
+        return -1;
+    }
+    PyObject *r = PyObject_CallMethodOneArg(meter, str_read_meter, ts);
+    Py_DECREF(ts);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* ---- ConnState: the connection's read ---------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *feed;  /* the parser's feed_data; None: no reply is being read */
+    PyObject *acc;   /* the request's StreamAccumulator, or None */
+    PyObject *raw;   /* the sampled reads' sink, or None */
+    PyObject *meter; /* the process's PassMeter, or None */
+    double last;     /* the last read's stamp */
+    int chunk_cb;    /* llhttp's last chunk callback in this read: 0 none, 1 header, 2 complete */
+    char boundary;   /* llhttp is between chunks: a whole chunk may skip it */
+    char any;        /* a byte of the reply came */
+} ConnState;
+
+static int
+conn_traverse(ConnState *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->feed);
+    Py_VISIT(self->acc);
+    Py_VISIT(self->raw);
+    Py_VISIT(self->meter);
+    return 0;
+}
+
+static int
+conn_clear(ConnState *self)
+{
+    Py_CLEAR(self->feed);
+    Py_CLEAR(self->acc);
+    Py_CLEAR(self->raw);
+    Py_CLEAR(self->meter);
+    return 0;
+}
+
+static void
+conn_dealloc(ConnState *self)
+{
+    PyObject_GC_UnTrack(self);
+    conn_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+hexval(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+/* One whole chunk holding one whole event, taken as StreamAccumulator.feed's first branch
+ * takes it. 1: taken; 0: not this read's shape; -1: an error is set. */
+static int
+steady_read(ConnState *self, PyObject *data, double t)
+{
+    if (!self->boundary || self->feed == NULL || self->feed == Py_None
+            || (self->raw != NULL && self->raw != Py_None) || self->acc == NULL
+            || !PyObject_TypeCheck(self->acc, &FeedStateType) || !PyBytes_CheckExact(data)) {
+        return 0;
+    }
+    FeedState *acc = (FeedState *)self->acc;
+    if (!acc->steady || !PyList_CheckExact(acc->read_ts) || !PyList_CheckExact(acc->pend)) {
+        return 0;
+    }
+    const char *p = PyBytes_AS_STRING(data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data), i = 0, size = 0;
+    int h;
+    while (i < n && i < 7 && (h = hexval(p[i])) >= 0) { /* under 256 MiB: no overflow */
+        size = size * 16 + h;
+        i++;
+    }
+    if (i == 0 || size < 3 || i + 2 + size + 2 != n || p[i] != '\r' || p[i + 1] != '\n'
+            || p[n - 2] != '\r' || p[n - 1] != '\n') {
+        return 0;
+    }
+    const char *b = p + i + 2; /* the chunk's data: one event `d...}\n\n`, its first "\n" the
+                                  terminator's, as sse.py's first branch asks */
+    if (b[0] != 'd' || b[size - 1] != '\n' || b[size - 3] != '}'
+            || memchr(b, '\n', size) != b + size - 2) {
+        return 0;
+    }
+    PyObject *ts = PyFloat_FromDouble(t);
+    if (ts == NULL) {
+        return -1;
+    }
+    int rc = PyList_Append(acc->read_ts, ts);
+    Py_DECREF(ts);
+    if (rc < 0) {
+        return -1;
+    }
+    PyObject *body = PyBytes_FromStringAndSize(b, size);
+    if (body == NULL) {
+        return -1;
+    }
+    rc = PyList_Append(acc->pend, body);
+    Py_DECREF(body);
+    if (rc < 0) {
+        return -1;
+    }
+    self->any = 1;
+    acc->pend_len += size;
+    if (acc->pend_len > 32768) { /* sse.py: 2 * _TAIL_BYTES; an event completed: trim */
+        PyObject *r = PyObject_CallMethodNoArgs((PyObject *)acc, str_trim);
+        if (r == NULL) {
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    return 1;
+}
+
+/* An exception in our accounting fails the request (the Python path's _accounting_failed),
+ * never the connection's reader. */
+static PyObject *
+accounting_failed(ConnState *self)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value == NULL) {
+        value = Py_NewRef(Py_None);
+    }
+    PyObject *r = PyObject_CallMethodOneArg((PyObject *)self, str_failed, value);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return r;
+}
+
+static PyObject *
+conn_data_received(ConnState *self, PyObject *data)
+{
+    double t;
+    if (now(&t) < 0) {
+        return NULL;
+    }
+    self->last = t;
+    if (meter_read(self->meter, t) < 0) {
+        return NULL;
+    }
+    int taken = steady_read(self, data, t);
+    if (taken > 0) {
+        Py_RETURN_NONE;
+    }
+    if (taken < 0) {
+        return accounting_failed(self);
+    }
+    PyObject *ts = PyFloat_FromDouble(t);
+    if (ts == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethodObjArgs((PyObject *)self, str_read, data, ts, NULL);
+    Py_DECREF(ts);
+    return r;
+}
+
+static PyObject *
+conn_on_chunk_header(ConnState *self, PyObject *unused)
+{
+    self->chunk_cb = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+conn_on_chunk_complete(ConnState *self, PyObject *unused)
+{
+    self->chunk_cb = 2;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef conn_methods[] = {
+    {"data_received", (PyCFunction)conn_data_received, METH_O,
+     "Stamp the read; take a steady one here, any other by self._read(data, t)."},
+    {"on_chunk_header", (PyCFunction)conn_on_chunk_header, METH_NOARGS, "llhttp: a size line"},
+    {"on_chunk_complete", (PyCFunction)conn_on_chunk_complete, METH_NOARGS,
+     "llhttp: a chunk's closing CRLF"},
+    {NULL},
+};
+
+static PyMemberDef conn_members[] = {
+    {"_feed", T_OBJECT, offsetof(ConnState, feed), 0, "the parser's feed_data, or None"},
+    {"_acc", T_OBJECT, offsetof(ConnState, acc), 0, "the request's accumulator, or None"},
+    {"_raw", T_OBJECT, offsetof(ConnState, raw), 0, "the sampled reads' sink, or None"},
+    {"_meter", T_OBJECT, offsetof(ConnState, meter), 0, "the pass meter, or None"},
+    {"last", T_DOUBLE, offsetof(ConnState, last), 0, "the last read's stamp"},
+    {"_chunk_cb", T_INT, offsetof(ConnState, chunk_cb), 0, "llhttp's last chunk callback"},
+    {"_boundary", T_BOOL, offsetof(ConnState, boundary), 0, "llhttp is between chunks"},
+    {"_any", T_BOOL, offsetof(ConnState, any), 0, "a byte of the reply came"},
+    {NULL},
+};
+
+static PyTypeObject ConnStateType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "harness.client._fastread.ConnState",
+    .tp_basicsize = sizeof(ConnState),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_traverse = (traverseproc)conn_traverse,
+    .tp_clear = (inquiry)conn_clear,
+    .tp_dealloc = (destructor)conn_dealloc,
+    .tp_methods = conn_methods,
+    .tp_members = conn_members,
+    .tp_doc = "The connection state and read of h1_stream._Conn.",
+};
+
+/* ---- the module -------------------------------------------------------------------------- */
+
+static struct PyModuleDef fastread_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "harness.client._fastread",
+    .m_doc = "The httptools transport's steady read, compiled (harness/client/read_state.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__fastread(void)
+{
+    if (PyType_Ready(&FeedStateType) < 0 || PyType_Ready(&MeterStateType) < 0
+            || PyType_Ready(&ConnStateType) < 0) {
+        return NULL;
+    }
+    str_read = PyUnicode_InternFromString("_read");
+    str_trim = PyUnicode_InternFromString("_trim");
+    str_read_meter = PyUnicode_InternFromString("read");
+    str_failed = PyUnicode_InternFromString("_accounting_failed");
+    str_close = PyUnicode_InternFromString("_close");
+    str_call_soon = PyUnicode_InternFromString("call_soon");
+    PyObject *time_mod = PyImport_ImportModule("time");
+    if (str_read == NULL || str_trim == NULL || str_read_meter == NULL || str_failed == NULL
+            || str_close == NULL || str_call_soon == NULL || time_mod == NULL) {
+        Py_XDECREF(time_mod);
+        return NULL;
+    }
+    perf_counter = PyObject_GetAttrString(time_mod, "perf_counter");
+    Py_DECREF(time_mod);
+    if (perf_counter == NULL) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&fastread_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "FeedState", (PyObject *)&FeedStateType) < 0
+            || PyModule_AddObjectRef(m, "MeterState", (PyObject *)&MeterStateType) < 0
+            || PyModule_AddObjectRef(m, "ConnState", (PyObject *)&ConnStateType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
