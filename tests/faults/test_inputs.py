@@ -61,6 +61,7 @@ def _error(override: str) -> ConfigError:
     ("topology.tp=0", "topology.tp", "must be >= 1"),
     ("topology.pp=-1", "topology.pp", "must be >= 1"),
     ("client.transport=curl", "client.transport", "unknown transport 'curl'"),
+    ("client.read_path=rust", "client.read_path", "unknown read path 'rust'"),
     ("client.agentic_workers=threads", "client.agentic_workers", "unknown split 'threads'"),
 ])
 def test_setting_out_of_range_names_the_override_key_and_fix(override, key, problem) -> None:
