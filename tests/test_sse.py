@@ -7,6 +7,7 @@ import random
 import orjson
 import pytest
 
+from harness.client.read_state import PyFeedState
 from harness.client.sse import StreamAccumulator
 from harness.records import RequestRecord
 
@@ -229,7 +230,8 @@ def test_one_event_read_shortcut_leaves_the_state_the_general_path_leaves(seed: 
         general._steady = False
         general.feed(buf, float(t))
     assert took > 200  # the shortcut was taken, and most reads went through it
-    for name in StreamAccumulator.__slots__:
+    # The accumulator's own slots and those of its base (read_ts, _pend, ...: read_state.py)
+    for name in (*StreamAccumulator.__slots__, *PyFeedState.__slots__):
         if name != "_steady":
             assert getattr(short, name) == getattr(general, name), name
     a, b = RequestRecord("r", "measured", 7, 10), RequestRecord("r", "measured", 7, 10)
