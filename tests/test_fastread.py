@@ -26,7 +26,8 @@ from harness.client.loop_passes import PASSES
 from harness.client.sse import StreamAccumulator
 from harness.records import RequestRecord
 
-pytestmark = pytest.mark.skipif(
+# Skipped where the module did not build, unless required (CI): then they fail.
+compiled = pytest.mark.skipif(
     not read_state.COMPILED and not os.environ.get("HARNESS_REQUIRE_COMPILED_READ"),
     reason=f"no compiled read here: {read_state.WHY}")
 
@@ -34,6 +35,7 @@ _HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
          b"Transfer-Encoding: chunked\r\n\r\n")
 
 
+@compiled
 def test_the_compiled_read_is_built_where_ci_requires_it() -> None:
     assert read_state.COMPILED, read_state.WHY
 
@@ -176,6 +178,7 @@ def _same(reads: list[bytes], **kw: object) -> tuple[dict[str, object], dict[str
     return fast, py
 
 
+@compiled
 def test_a_chunk_a_read_is_taken_in_c_and_accounted_as_python_does() -> None:
     events = _events(400)
     fast, _ = _same(_aligned(events))
@@ -187,6 +190,7 @@ def test_a_chunk_a_read_is_taken_in_c_and_accounted_as_python_does() -> None:
     assert fast["pend_first"] > 0  # the pending reads were trimmed on the way (32 kB)
 
 
+@compiled
 @pytest.mark.parametrize("seed", range(12))
 def test_reads_cut_anywhere_leave_the_same_accounting(seed: int) -> None:
     events = _events(300, odd_at=seed * 20, odd=b": keep-alive\n\n")
@@ -194,6 +198,7 @@ def test_reads_cut_anywhere_leave_the_same_accounting(seed: int) -> None:
     _same(_anywhere(events, seed))
 
 
+@compiled
 @pytest.mark.parametrize(("odd", "error"), [
     (b"data: \n\n", "malformed SSE event"),  # ends "\n": flagged, parsed, empty
     (b"data: [1, 2]\n\n", "malformed SSE event"),  # ends "]": flagged, not an object
@@ -208,6 +213,7 @@ def test_an_odd_event_mid_stream_is_accounted_alike(odd: bytes, error: str) -> N
     assert error in why and bool(error) == bool(why), why
 
 
+@compiled
 def test_sampled_raw_reads_and_an_endless_event_go_the_python_way() -> None:
     events = _events(100)
     fast, _ = _same(_aligned(events), raw=True)
@@ -219,6 +225,7 @@ def test_sampled_raw_reads_and_an_endless_event_go_the_python_way() -> None:
     assert "larger than 4096 bytes" in fast["record"][2]  # type: ignore[operator, index]
 
 
+@compiled
 def test_a_read_after_the_reply_or_a_bad_chunk_size_is_refused_alike() -> None:
     events = _events(50)
     reads = _aligned(events)
@@ -229,6 +236,7 @@ def test_a_read_after_the_reply_or_a_bad_chunk_size_is_refused_alike() -> None:
     assert not fast["complete"]
 
 
+@compiled
 def test_a_read_shaped_like_a_chunk_inside_a_chunks_data_is_left_to_llhttp() -> None:
     """Whether llhttp is between chunks is known from its callbacks, not guessed from a read's
     shape: here a chunk's data is `a\\r\\ndata: {}\\n\\n` (one odd event), its size line comes
@@ -266,6 +274,7 @@ def _passes(cls: type[_ConnBody], bursts: list[list[bytes]]) -> tuple[int, int]:
     return asyncio.run(go())
 
 
+@compiled
 def test_the_pass_meter_counts_compiled_reads_as_python_reads() -> None:
     reads = _aligned(_events(60))
     bursts = [reads[i:i + 7] for i in range(0, len(reads), 7)]
