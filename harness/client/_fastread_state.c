@@ -38,7 +38,6 @@ fastread_now(double *out)
 
 /* ---- FeedState: what the steady read touches of a StreamAccumulator ---------------------- */
 
-
 static PyObject *
 feed_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -101,7 +100,6 @@ PyTypeObject FeedStateType = {
 };
 
 /* ---- MeterState: the pass meter's per-read state ----------------------------------------- */
-
 
 static PyObject *
 meter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -184,7 +182,6 @@ PyTypeObject MeterStateType = {
 };
 
 static PyObject *str_read_meter = NULL, *str_close = NULL, *str_call_soon = NULL;
-
 
 /* hist[i] += 1. 1: done; 0: not a list this long (the Python method then); -1: an error. */
 static int
