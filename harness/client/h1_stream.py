@@ -317,7 +317,6 @@ class H1Streams:
         self._idle: list[_ConnBody] = []
         # client.read_path: "compiled" where the module is built, else (or "python") Python
         self._conn: type[_ConnBody] = _Conn if COMPILED and read_path == "compiled" else _PyConn
-        self.read_path = "compiled" if self._conn is _Conn else "python"
         self._heads: dict[str, bytes] = {}  # the request line and headers, per path
 
     def close(self) -> None:

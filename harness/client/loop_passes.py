@@ -34,14 +34,7 @@ class PassMeter(MeterState):
     Its fields are MeterState's (harness.client.read_state): the compiled read of the httptools
     transport counts a read of an open pass into them as `read` does."""
 
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._open = False
-        self._t0 = 0.0
-        self.hist: list[int] = []  # a list: an increment costs a third of a numpy element's
-        self.over: list[float] = []
+    __slots__ = ()  # no __init__: MeterState starts it stopped, with empty lists
 
     def start(self) -> None:
         """Count from now, in the running loop."""
