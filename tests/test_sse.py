@@ -240,3 +240,24 @@ def test_one_event_read_shortcut_leaves_the_state_the_general_path_leaves(seed: 
     assert (a.error, a.truncated, a.completion_tokens) == (b.error, b.truncated,
                                                            b.completion_tokens)
     assert list(a.chunk_ts) == list(b.chunk_ts)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_event_times_of_a_range_are_the_whole_streams_sliced(seed: int) -> None:
+    """`_event_times(lo, hi)` converts only the reads it needs where it can (every read before
+    the range's end completed one event); it must give what repeating every read's stamp by its
+    event count and slicing gives, wherever the reads of other counts fall."""
+    rng = random.Random(seed)
+    acc = StreamAccumulator()
+    counts = [rng.choice([1] * 8 + [0, 2, 3]) for _ in range(rng.randint(1, 60))]
+    if seed % 2:  # one event a read until the last read (usage and [DONE] together)
+        counts = [1] * len(counts) + [2]
+    acc.read_ts = [float(i) for i in range(len(counts))]
+    acc._counts = [(i, c) for i, c in enumerate(counts) if c != 1]
+    acc._extra = sum(c - 1 for c in counts)
+    whole = [float(i) for i, c in enumerate(counts) for _ in range(c)]
+    assert acc.n_events == len(whole)
+    for lo in range(len(whole) + 1):
+        for hi in (lo, min(lo + 1, len(whole)), rng.randint(lo, len(whole)), len(whole)):
+            assert acc._event_times(lo, hi).tolist() == whole[lo:hi], (lo, hi)
+    assert acc._event_times().tolist() == whole

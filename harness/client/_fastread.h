@@ -22,6 +22,7 @@ typedef struct {
     PyObject *hist; /* list of int, 50,000 bins of 20 us */
     PyObject *over; /* list of float */
     PyObject *close_cb; /* self._close, bound once */
+    PyObject *ctx;      /* the context _close runs in (None: the loop copies the current one) */
     double t0;
     char open;
 } MeterState;

@@ -109,6 +109,7 @@ meter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     self->loop = Py_NewRef(Py_None);
+    self->ctx = Py_NewRef(Py_None);
     self->hist = PyList_New(0);
     self->over = PyList_New(0);
     if (self->hist == NULL || self->over == NULL) {
@@ -125,6 +126,7 @@ meter_traverse(MeterState *self, visitproc visit, void *arg)
     Py_VISIT(self->hist);
     Py_VISIT(self->over);
     Py_VISIT(self->close_cb);
+    Py_VISIT(self->ctx);
     return 0;
 }
 
@@ -135,6 +137,7 @@ meter_clear(MeterState *self)
     Py_CLEAR(self->hist);
     Py_CLEAR(self->over);
     Py_CLEAR(self->close_cb);
+    Py_CLEAR(self->ctx);
     return 0;
 }
 
@@ -160,6 +163,7 @@ meter_dealloc(MeterState *self)
 
 static PyMemberDef meter_members[] = {
     {"_loop", T_OBJECT, offsetof(MeterState, loop), 0, "the running loop; None: stopped"},
+    {"_ctx", T_OBJECT, offsetof(MeterState, ctx), 0, "the context _close runs in"},
     {"hist", T_OBJECT_EX, offsetof(MeterState, hist), 0, "reads per 20 us offset bin"},
     {"over", T_OBJECT_EX, offsetof(MeterState, over), 0, "offsets beyond the bins, s"},
     {"_t0", T_DOUBLE, offsetof(MeterState, t0), 0, "the open pass's first read"},
@@ -182,6 +186,7 @@ PyTypeObject MeterStateType = {
 };
 
 static PyObject *str_read_meter = NULL, *str_close = NULL, *str_call_soon = NULL;
+static PyObject *kw_context = NULL; /* ("context",) */
 
 /* hist[i] += 1. 1: done; 0: not a list this long (the Python method then); -1: an error. */
 static int
@@ -229,7 +234,13 @@ fastread_meter_read(PyObject *meter, double t)
             if (m->close_cb == NULL && (m->close_cb = PyObject_GetAttr(meter, str_close)) == NULL) {
                 return -1;
             }
-            PyObject *r = PyObject_CallMethodOneArg(m->loop, str_call_soon, m->close_cb);
+            /* loop.call_soon(self._close, context=self._ctx): given a context, the loop
+             * does not copy the current one for every pass (loop_passes.py, start). */
+            PyObject *args[3] = {m->loop, m->close_cb, m->ctx};
+            int given = m->ctx != NULL && m->ctx != Py_None;
+            PyObject *r = PyObject_VectorcallMethod(str_call_soon, args,
+                                                    2,
+                                                    given ? kw_context : NULL);
             if (r == NULL) {
                 return -1;
             }
@@ -259,9 +270,10 @@ fastread_state_init(PyObject *m)
     str_read_meter = PyUnicode_InternFromString("read");
     str_close = PyUnicode_InternFromString("_close");
     str_call_soon = PyUnicode_InternFromString("call_soon");
+    kw_context = Py_BuildValue("(s)", "context");
     PyObject *time_mod = PyImport_ImportModule("time");
     if (str_read_meter == NULL || str_close == NULL || str_call_soon == NULL
-            || time_mod == NULL) {
+            || kw_context == NULL || time_mod == NULL) {
         Py_XDECREF(time_mod);
         return -1;
     }

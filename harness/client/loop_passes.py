@@ -16,6 +16,7 @@ read runs: asyncio and uvloop run it after the pass's I/O callbacks, before the 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 
 import numpy as np
@@ -39,6 +40,10 @@ class PassMeter(MeterState):
     def start(self) -> None:
         """Count from now, in the running loop."""
         self._loop = asyncio.get_running_loop()
+        # The context every pass's _close runs in: given one, call_soon does not copy the
+        # current context for each pass (~0.35 of its ~0.85 us here, at ~28k passes a second
+        # at c64 with one event per write: most passes hold one or two reads).
+        self._ctx = contextvars.copy_context()
         self._open = False
         self.hist = [0] * _BINS
         self.over = []
@@ -59,7 +64,7 @@ class PassMeter(MeterState):
         if self._loop is None:  # stopped (stop() closes the pass)
             return
         self._open, self._t0 = True, t
-        self._loop.call_soon(self._close)
+        self._loop.call_soon(self._close, context=self._ctx)
         self.hist[0] += 1
 
     def reads(self) -> int:

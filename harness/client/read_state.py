@@ -41,11 +41,12 @@ class PyFeedState:
 class PyMeterState:
     """loop_passes.PassMeter's share: the open pass and the histogram a read counts into."""
 
-    __slots__ = ("_loop", "_open", "_t0", "hist", "over")
+    __slots__ = ("_ctx", "_loop", "_open", "_t0", "hist", "over")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> PyMeterState:
         self = super().__new__(cls)
         self._loop: Any = None  # the running loop; None: stopped
+        self._ctx: Any = None  # the context _close runs in; None: the loop copies the current
         self._open = False
         self._t0 = 0.0
         self.hist: list[int] = []  # a list: an increment costs a third of a numpy element's
