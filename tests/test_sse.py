@@ -244,13 +244,16 @@ def test_one_event_read_shortcut_leaves_the_state_the_general_path_leaves(seed: 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_event_times_of_a_range_are_the_whole_streams_sliced(seed: int) -> None:
-    """`_event_times(lo, hi)` converts only the reads it needs where it can (every read before
-    the range's end completed one event); it must give what repeating every read's stamp by its
-    event count and slicing gives, wherever the reads of other counts fall."""
+    """`_event_times(lo, hi)` takes one of three ways (a slice where every read before the range's
+    end completed one event, list slices for a few reads of other counts, numpy's repeat for
+    many); each must give what repeating every read's stamp by its event count and slicing gives,
+    wherever the reads of other counts fall."""
     rng = random.Random(seed)
     acc = StreamAccumulator()
     counts = [rng.choice([1] * 8 + [0, 2, 3]) for _ in range(rng.randint(1, 60))]
-    if seed % 2:  # one event a read until the last read (usage and [DONE] together)
+    if seed == 4:  # more reads of other counts than the list path takes (numpy's repeat)
+        counts = [rng.choice([0, 2, 3, 48]) for _ in range(100)]
+    elif seed % 2:  # one event a read until the last read (usage and [DONE] together)
         counts = [1] * len(counts) + [2]
     acc.read_ts = [float(i) for i in range(len(counts))]
     acc._counts = [(i, c) for i, c in enumerate(counts) if c != 1]
