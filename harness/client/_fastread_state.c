@@ -238,8 +238,7 @@ fastread_meter_read(PyObject *meter, double t)
              * does not copy the current one for every pass (loop_passes.py, start). */
             PyObject *args[3] = {m->loop, m->close_cb, m->ctx};
             int given = m->ctx != NULL && m->ctx != Py_None;
-            PyObject *r = PyObject_VectorcallMethod(str_call_soon, args,
-                                                    2,
+            PyObject *r = PyObject_VectorcallMethod(str_call_soon, args, 2,
                                                     given ? kw_context : NULL);
             if (r == NULL) {
                 return -1;
