@@ -168,22 +168,24 @@ class _Meter:
 
 
 def test_cancelling_the_task_stopping_the_probe_propagates() -> None:
-    """Ctrl-C arrives as a cancellation of the main task; if it lands while stop() awaits the
-    probe's own (cancelled) task, it used to be swallowed with the probe's."""
+    """Ctrl-C arrives as a cancellation of the main task. It once landed while stop() awaited
+    the probe's own (cancelled) task and was swallowed with the probe's. stop() now awaits
+    nothing (the lag timer is a chain of timer callbacks), so a cancellation aimed at the task
+    calling it reaches that task; and stop() ends the chain: no wake-up after it."""
     async def main() -> None:
         probe = HealthProbe(_Meter(), 1.0, 0.95)
         probe.start()
         await asyncio.sleep(0.02)
         stopping = asyncio.create_task(probe.stop())
-        await asyncio.sleep(0)  # it has cancelled the probe and now awaits it
         stopping.cancel()
         with pytest.raises(asyncio.CancelledError):
             await stopping
-        # ...while stop() alone still ends the probe and reports
-        probe = HealthProbe(_Meter(), 1.0, 0.95)
-        probe.start()
-        await asyncio.sleep(0.02)
-        assert isinstance(await probe.stop(), ClientHealth)
+        assert probe._lags, "the lag timer woke while the phase ran"
+        health = await probe.stop()
+        assert isinstance(health, ClientHealth)
+        woke = len(probe._lags)
+        await asyncio.sleep(0.03)  # six of its periods
+        assert len(probe._lags) == woke, "a lag timer outlived stop()"
 
     asyncio.run(main())
 
