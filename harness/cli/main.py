@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import time
@@ -306,6 +307,31 @@ def _terminate(signum: int, _frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # output that fit the buffer meets a closed pipe only here
+        return code
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+# what a shell reports for a tool that SIGPIPE ended (`yes | head -1`)
+SIGPIPE_STATUS = 128 + signal.SIGPIPE
+
+
+def _closed_pipe() -> int:
+    """The reader of our output went away (`harness acceptance list | head -1`): the ordinary
+    end of a pipeline, not an error, so nothing is printed (stderr may be that same pipe).
+    stdout is pointed at /dev/null so the interpreter's last flush of what is still buffered
+    cannot fail and print "Exception ignored" either. The status is the conventional 141 that
+    coreutils give under `set -o pipefail`: the output was cut short."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return SIGPIPE_STATUS
+
+
+def _main(argv: list[str] | None) -> int:
     from harness.sweep import interrupts
 
     interrupts.install()
@@ -320,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return cmd(argv[1:])
+    except BrokenPipeError:
+        raise  # a closed pipe, not bad input: main() ends quietly
     except (ConfigError, TraceError) as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2

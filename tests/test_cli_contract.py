@@ -1,0 +1,56 @@
+"""The README's contract for every `harness` subcommand, tried through the real CLI.
+
+Bad input: exit 2, one message naming the input, the problem and the fix, no traceback.
+A closed pipe (`harness acceptance list | head -1`): silent, exit 0 or 141."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import harness
+
+CLOSED_PIPE_STATUSES = (0, 141)
+
+
+def _with_closed_stdout(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with its stdout a pipe whose reader has already gone, as `| head -1` leaves
+    it once head has its line: every write the command makes meets EPIPE."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    rc = proc.wait(timeout=120)
+    return subprocess.CompletedProcess(proc.args, rc, "", err)
+
+
+@pytest.mark.parametrize("args", [
+    ["acceptance", "list"],
+    ["catalog", "show", "dsr1-fp4-b200-sglang-mtp", "--json"],
+    ["metrics"],
+    ["--help"],
+    ["sweep", "--help"],
+    ["traces", "stats", "scenarios/traces/weka-cc-traces/trace_0277.json"],
+], ids=lambda a: " ".join(a[:2]))
+def test_a_closed_pipe_is_silent(args: list[str]) -> None:
+    r = _with_closed_stdout(*args)
+    assert r.returncode in CLOSED_PIPE_STATUSES, (r.returncode, r.stderr)
+    assert r.stderr == "", r.stderr
+
+
+def test_a_closed_pipe_through_a_shell_pipeline() -> None:
+    """What the user typed: `harness acceptance list | head -1`, under pipefail."""
+    r = subprocess.run(["bash", "-o", "pipefail", "-c",
+                        f"{sys.executable} -m harness.cli.main acceptance list | head -1"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.stdout.split()[:2] == ["model", "speculator"]
+    assert r.stderr == "", r.stderr
+    assert r.returncode in CLOSED_PIPE_STATUSES
+
+
+def test_harness_helper_still_sees_normal_output() -> None:
+    r = harness("acceptance", "list")
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("rows")
