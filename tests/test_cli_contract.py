@@ -54,3 +54,20 @@ def test_a_closed_pipe_through_a_shell_pipeline() -> None:
 def test_harness_helper_still_sees_normal_output() -> None:
     r = harness("acceptance", "list")
     assert r.returncode == 0 and r.stdout.rstrip().endswith("rows")
+
+
+@pytest.mark.parametrize("typed,suggested", [
+    ("p99_ttf", "'p99_ttft'"), ("P99_TTFT", "'p99_ttft'"), ("median_intvt", "'median_intvty'"),
+    ("tput", "_tput'")])
+def test_an_unknown_metric_suggests_the_closest_names(typed: str, suggested: str) -> None:
+    r = harness("metrics", typed)
+    assert r.returncode == 2 and r.stdout == ""
+    line, = r.stderr.splitlines()
+    assert f"unknown key {typed!r}" in line and "did you mean" in line and suggested in line
+
+
+def test_a_metric_with_nothing_close_points_at_the_list() -> None:
+    r = harness("metrics", "zzzz")
+    assert r.returncode == 2
+    line, = r.stderr.splitlines()
+    assert "'zzzz'" in line and "`harness metrics` lists all" in line

@@ -137,11 +137,24 @@ def _metrics(argv: list[str]) -> int:
     for k in a.keys:
         m = CATALOGUE.get(k)
         if m is None:
-            print(f"harness metrics: unknown key {k!r} (harness metrics lists them)",
+            print(f"harness metrics: unknown key {k!r}; {_closest_keys(k, list(CATALOGUE))}",
                   file=sys.stderr)
             return 2
         print(f"{m.key}: {m.label} [{m.unit}, {m.direction} is better] {m.definition}")
     return 0
+
+
+def _closest_keys(key: str, keys: list[str]) -> str:
+    """The fix for a misspelt metric key: the closest catalogue keys (spelling, then keys that
+    contain it: `tput` -> `tput_per_gpu`), else where they are listed."""
+    import difflib
+
+    by_lower = {k.lower(): k for k in keys}
+    close = difflib.get_close_matches(key.lower(), list(by_lower), n=3, cutoff=0.6)
+    close = close or sorted((k for k in by_lower if key.lower() in k), key=len)[:3]
+    if close:
+        return "did you mean " + " or ".join(repr(by_lower[c]) for c in close) + "?"
+    return f"`harness metrics` lists all {len(keys)} keys"
 
 
 def _baseline(argv: list[str]) -> int:
