@@ -349,6 +349,16 @@ class TelemetryConfig:
 
 
 @dataclass
+class ValidityConfig:
+    """How strictly the bench around the client is judged (harness.record.validity)."""
+
+    # The host (harness.telemetry.host): invalid | warn (kept, marked host_warning) | off
+    host: str = "invalid"
+    host_foreign_cpu_max: float = 0.2  # cores used by processes outside ours, window mean
+    host_steal_max: float = 0.05  # the hypervisor's steal, share of CPU time
+
+
+@dataclass
 class SweepConfig:
     model: ModelConfig = MISSING
     chip: ChipConfig = MISSING
@@ -358,6 +368,7 @@ class SweepConfig:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     client: ClientConfig = field(default_factory=ClientConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    validity: ValidityConfig = field(default_factory=ValidityConfig)
     slo: SloConfig = field(default_factory=SloConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -403,6 +414,7 @@ SCHEMA_OF_NODE: dict[str, type] = {
     "topology": TopologyConfig,
     "client": ClientConfig,
     "telemetry": TelemetryConfig,
+    "validity": ValidityConfig,
     "slo": SloConfig,
     "search": SearchConfig,
     "eval": EvalConfig,
