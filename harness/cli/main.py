@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness.cli.results import _baseline, _dashboard, _export, _gate, _metrics, _table
 from harness.config.errors import ConfigError
+from harness.engines.slurm_job import AllocationCancelled
 from harness.workloads.traces.model import TraceError
 
 USAGE = """harness <command> [options]
@@ -111,7 +112,7 @@ def _sweep(argv: list[str]) -> int:
         print(_interrupted_message(), file=sys.stderr, flush=True)
         _forget_nested_interrupt()
         return 130
-    except Terminated as e:  # SIGTERM: the same unwinding and the same line; exit 143
+    except (Terminated, AllocationCancelled) as e:  # SIGTERM or scancel: the same line; 143
         print(_interrupted_message(), file=sys.stderr, flush=True)
         return int(e.code)
     return _sweep_status()

@@ -4,7 +4,7 @@ harness.workloads.registry) maps exactly these names and refuses to import other
 
 from __future__ import annotations
 
-ENGINE_KINDS = ("llamacpp", "vllm", "sglang", "trtllm", "atom", "endpoint")
+ENGINE_KINDS = ("llamacpp", "vllm", "sglang", "trtllm", "atom", "endpoint", "multinode")
 WORKLOAD_KINDS = ("fixed", "agentic", "timestamped")
 # speculator.sample_method: how drafts are sampled and verified (harness/spec/acceptance.py keys
 # curves on it): greedy (vLLM's default draft_sample_method; what SGLang, TensorRT-LLM and ATOM

@@ -11,7 +11,14 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from harness.config.schema_catalog import HelperProcess, KvOffloadConfig, PoolConfig, SetupStep
+from harness.config.schema_catalog import (
+    Deployment,
+    HelperProcess,
+    KvOffloadConfig,
+    PoolConfig,
+    SetupStep,
+    SlurmLaunchConfig,
+)
 from harness.config.schema_stages import EvalConfig, LosslessConfig, SearchConfig, SloConfig
 
 
@@ -67,7 +74,7 @@ class ChipConfig:
 
 @dataclass
 class EngineConfig:
-    kind: str = MISSING  # llamacpp | vllm | sglang | trtllm | atom | endpoint
+    kind: str = MISSING  # llamacpp | vllm | sglang | trtllm | atom | endpoint | multinode
     version: str | None = None  # expected version (recorded; the running one is read back)
     image: str | None = None  # container image (docker, or enroot/pyxis under Slurm)
     container_runtime: str = "docker"  # docker | pyxis (srun --container-image)
@@ -122,6 +129,10 @@ class EngineConfig:
     # endpoint: the deployment behind engine.url, when the recipe names several (a multi-node
     # key's srt-slurm recipe path, a row's `deploy_recipe`): only that row is measured
     deployment: str | None = None
+    # multinode: how the deployment runs on Slurm, and the row's captured launch (set from the
+    # search-space row's `deployment` for each launch)
+    slurm: SlurmLaunchConfig = field(default_factory=SlurmLaunchConfig)
+    launch: Deployment | None = None
 
 
 @dataclass
@@ -303,6 +314,7 @@ class SearchRow:
     prefill: PoolConfig | None = None
     decode: PoolConfig | None = None
     deploy_recipe: str | None = None  # e.g. recipes/trtllm/b200-fp4/8k1k/mtp/ctx1_gen1_...yaml
+    deployment: Deployment | None = None  # its per-role launch (engine=multinode)
 
 
 @dataclass

@@ -62,3 +62,60 @@ class PoolConfig:
 
     def gpus(self) -> int:
         return self.workers * self.tp * self.pp * self.pcp
+
+
+@dataclass
+class RoleLaunch:
+    """One role of a multi-node deployment as upstream launches it (docs/multinode.md): its
+    argv, environment and files with placeholders the launcher fills per instance and node
+    ({model} {served_name} {host} {head} {leader} {node_rank} {instance} {port}
+    {launch_dir})."""
+
+    name: str = MISSING  # unique in its deployment, e.g. prefill, decode, frontend
+    # frontend | router | prefill | decode | aggregated | etcd | nats | mooncake-master | helper
+    role: str = MISSING
+    instances: int = 1  # copies of this role (upstream's num-worker)
+    nodes: int = 1  # nodes each instance spans
+    gpus: int = 0  # GPUs each instance uses, over all its nodes
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # written into the launch dir first
+    port: int | None = None  # the HTTP port it serves (frontend, router); None: none
+    ready: str | None = None  # an HTTP path answering 200 once it is ready; None: none
+
+
+@dataclass
+class Deployment:
+    """A search-space row's multi-node launch, captured from upstream's own files."""
+
+    source: str = ""  # what generated it: repository@commit, path, the command that ran
+    image: str | None = None  # the workers' container image
+    gpus_per_node: int = 0  # GPUs per node in upstream's cluster
+    nodes: int = 0  # nodes the whole allocation takes upstream
+    roles: list[RoleLaunch] = field(default_factory=list)
+
+
+@dataclass
+class SlurmLaunchConfig:
+    """How engine=multinode runs a deployment on a Slurm cluster (docs/multinode.md)."""
+
+    partition: str | None = None  # salloc --partition; None: the cluster's default
+    account: str | None = None  # salloc --account; None: the user's default
+    time_limit: str = "04:00:00"  # salloc --time for the allocation the harness makes
+    # Nodes to allocate from, in placement order (salloc --nodelist); empty: Slurm chooses
+    nodelist: list[str] = field(default_factory=list)
+    # How a role's step runs its image: pyxis (srun --container-image, srt-slurm's default),
+    # apptainer (apptainer exec IMAGE argv), none (argv on the node as it is)
+    container_runtime: str = "pyxis"
+    # Mounts for the container (host:container), e.g. the model store
+    container_mounts: list[str] = field(default_factory=list)
+    # Replace the GPU worker program by a GPU-free stand-in: dynamo-mocker (Dynamo's own
+    # mocker, same registration and disaggregation; docs/multinode.md). None: upstream's argv.
+    worker_stand_in: str | None = None
+    stand_in_python: str = ".venv-dynamo/bin/python"  # the interpreter with ai-dynamo
+    stand_in_model: str | None = None  # a local tokenizer/config dir the mocker loads
+    # Pack an instance's nodes onto fewer cluster nodes than upstream uses (a stand-in run
+    # on a small cluster): 0 = as upstream, N = at most N nodes in all
+    max_nodes: int = 0
+    # Where a stand-in's file discovery lives (shared by every node); None: the launch dir
+    discovery_dir: str | None = None

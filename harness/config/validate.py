@@ -313,7 +313,7 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("topology.tp"), "topology.tp",
                           "the embedded llama.cpp engine serves on one device",
                           "set topology.tp=1 topology.pp=1 topology.ep=1")
-    if eng.kind != "endpoint" and gpus_of(sc) > sc.chip.gpus_per_node:
+    if eng.kind not in ("endpoint", "multinode") and gpus_of(sc) > sc.chip.gpus_per_node:
         raise ConfigError(where("topology.tp"), "topology.tp",
                           f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
                           f"{sc.chip.gpus_per_node} per node",

@@ -169,11 +169,14 @@ def check_rows(sc: SweepConfig, where: Locate) -> None:
                               "give prefill and decode, or neither")
         check_header_names(row.correlation_headers or [], f"{key}.correlation_headers", where)
     pools = [r for r in sc.search_space if r.prefill is not None]
-    if pools and sc.engine.kind != "endpoint":
+    if pools and sc.engine.kind not in ("endpoint", "multinode"):
         raise ConfigError(where("engine.kind"), "engine.kind",
-                          "multi-node (disaggregated) rows are deployed by srt-slurm, not here",
-                          "attach to the deployment: engine=endpoint engine.url=http://...")
+                          "multi-node (disaggregated) rows are launched on Slurm or attached to",
+                          "engine=multinode (launch the row's deployment on Slurm), or "
+                          "engine=endpoint engine.url=http://... (attach)")
     want = sc.engine.deployment
+    if sc.engine.kind == "multinode":
+        check_launchable(sc, want, where)
     named = sorted({r.deploy_recipe for r in sc.search_space
                     if r.deploy_recipe and r.scenario in (None, sc.scenario.name)})
     if want and want not in named:
@@ -187,3 +190,18 @@ def check_rows(sc: SweepConfig, where: Locate) -> None:
                           f"this recipe's rows are {len(named)} deployments; engine.url is one",
                           f"say which runs behind the URL: engine.deployment=<one of "
                           f"{', '.join(named[:4])}{', ...' if len(named) > 4 else ''}>")
+
+
+def check_launchable(sc: SweepConfig, want: str | None, where: Locate) -> None:
+    """engine=multinode: every row it would run carries a captured deployment."""
+    for i, row in enumerate(sc.search_space):
+        if row.scenario not in (None, sc.scenario.name) or (want and row.deploy_recipe != want):
+            continue
+        if row.deployment is None:
+            key = f"search_space[{i}].deployment"
+            raise ConfigError(where(key), key,
+                              f"row {i} ({row.deploy_recipe or 'unnamed'}) has no captured "
+                              "launch, so engine=multinode cannot start it",
+                              "choose a row that has one (engine.deployment=<its deploy_recipe>; "
+                              "recipes/recipe/multinode/IMPORT_REPORT.md says which), or attach "
+                              "to a running deployment: engine=endpoint engine.url=http://...")

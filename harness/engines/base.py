@@ -111,6 +111,8 @@ class EngineAdapter(ABC):
 
     kind: str = ""
     keep_alive: bool = True  # False: the server closes connections after each stream
+    # A launch that may read upstream's checkout (engine.workspace) is checked for one first
+    reads_workspace: bool = True
     # The engine.* settings this adapter applies to the server it launches; any other set to
     # a value other than its default is refused (check_settings), never recorded unapplied.
     # With engine.argv_template, host and python are applied where the template names them.
@@ -311,6 +313,11 @@ class EngineAdapter(ABC):
     def version(self, server_info: dict[str, Any]) -> str:
         """The running engine's version, from what the server said (or the installed one)."""
         return str(server_info.get("version", "unknown"))
+
+    def deployment(self, run_root: Path, launch_id: str) -> Any:
+        """A deployment EngineSession starts in place of one server process (engine=multinode:
+        harness/engines/multinode_deploy.py), or None for a single launch plan."""
+        return None
 
     def context_per_request(self) -> int:
         """Tokens one request may need: the workload's longest request + margin

@@ -19,6 +19,7 @@ from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
 class EndpointAdapter(EngineAdapter):
     kind = "endpoint"
     applies = ENDPOINT_SETTINGS
+    reads_workspace = False
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:

@@ -21,6 +21,7 @@ _ADAPTERS = {
     "trtllm": ("harness.engines.trtllm", "TrtllmAdapter"),
     "atom": ("harness.engines.atom", "AtomAdapter"),
     "endpoint": ("harness.engines.endpoint", "EndpointAdapter"),
+    "multinode": ("harness.engines.multinode", "MultinodeAdapter"),
 }
 ENGINE_KINDS = tuple(_ADAPTERS)
 if ENGINE_KINDS != kinds.ENGINE_KINDS:  # config validation reads harness.config.kinds

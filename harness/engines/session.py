@@ -43,6 +43,7 @@ class EngineSession:
         self.helpers: list[tuple[str, ServerProcess]] = []
         self.metrics_url = ""  # the engine's own, when a router fronts it
         self._client_mask: set[int] | None = None  # this process's cores before pinning
+        self.deployment: Any = None  # engine=multinode: the roles on Slurm, in place of proc
 
     @property
     def trace_dir(self) -> Path:
@@ -64,6 +65,18 @@ class EngineSession:
             self.metrics_url = (a.sc.engine.metrics_url or self.base_url).rstrip("/")
             self._wait_attached(a.sc.engine.startup_timeout_s)
             self._identify()
+            return
+        deployment = a.deployment(self.run_root, self.launch_id)
+        if deployment is not None:
+            self.launches += 1
+            self.deployment = deployment
+            try:
+                deployment.start()
+                self.base_url = self.metrics_url = deployment.base_url
+                self._identify()
+            except BaseException:
+                self.stop()
+                raise
             return
         eng = a.sc.engine
         base = free_base_port(port_offsets(a.sc)) if eng.helpers or eng.port_offset else \
@@ -171,6 +184,8 @@ class EngineSession:
         return info
 
     def alive(self) -> bool:
+        if self.deployment is not None:
+            return bool(self.deployment.alive())
         return (self.proc is None or self.proc.alive()) and all(p.alive() for _, p in self.helpers)
 
     def restart(self) -> None:
@@ -179,7 +194,10 @@ class EngineSession:
 
     def stop(self) -> None:
         """Routers first (nothing reaches a stopped engine through them), then the engine,
-        then the daemons it used."""
+        then the daemons it used; a deployment stops all its roles."""
+        if self.deployment is not None:
+            self.deployment.stop()
+            self.deployment = None
         for role, p in reversed(self.helpers):
             if role == "router":
                 p.stop()
@@ -192,6 +210,14 @@ class EngineSession:
         self.helpers = []
         cpu_split.restore(self._client_mask)
         self._client_mask = None
+
+    def deployment_facts(self) -> dict[str, Any]:
+        """The nodes and roles that served the points (engine=multinode), else nothing."""
+        return self.deployment.facts() if self.deployment is not None else {}
+
+    def role_metrics(self) -> dict[str, str]:
+        """Every role's own /metrics text, by step label (engine=multinode), else nothing."""
+        return self.deployment.metrics_texts() if self.deployment is not None else {}
 
     def scrape(self) -> prometheus.Sample:
         text = get_text((self.metrics_url or self.base_url) + self.adapter.counters.metrics_path)
@@ -206,6 +232,8 @@ class EngineSession:
                 f"(client.stall_timeout_s); last log lines:\n{log_tail(self.log_path)}")
 
     def failure_reason(self) -> str:
+        if self.deployment is not None:
+            return f"engine died: {self.deployment.failure_reason()}"
         rc = self.proc.proc.returncode if self.proc and self.proc.proc else None
         return f"engine process died (exit code {rc}); last log lines:\n{log_tail(self.log_path)}"
 

@@ -116,7 +116,7 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
     """Everything before the engine starts: the workload built and its requests encoded, the
     adapter built whole from the recipe, the acceptance plan and the workload's hints."""
     adapter_class(sc.engine.kind).check(sc, locate)  # cheap refusals first
-    if sc.engine.kind != "endpoint":  # a launch reading upstream's checkout needs one
+    if adapter_class(sc.engine.kind).reads_workspace:  # a launch reading upstream's checkout
         check_workspace(sc, locate)
     problem = profiler.support_problem(sc)
     if problem:
@@ -259,6 +259,7 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
     gpu = ctx.telemetry.sampler(ctx.sc.telemetry.period_s)
     desc = (f"rate {p.level.rate:g}/s" if p.level.rate is not None
             else f"conc {p.level.concurrency:>4}")
+    roles_before = eng.role_metrics()  # a multi-node deployment's frontend and workers
     with (tqdm(total=total, desc=desc, unit="req") as bar,
           MetricsSampler(eng.scrape) as sampler, gpu or contextlib.nullcontext()):
         wait_s = 2 * ctx.sc.telemetry.period_s + 1.0
@@ -268,13 +269,16 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
         if gpu is not None:
             gpu.wait_past(meas.measured.end_ts, wait_s)
     pid = p.level.point_id
-    meas.extra.update({**around, **(prof.facts() if prof else {})})
+    roles_after = eng.role_metrics()
+    meas.extra.update({**around, **(prof.facts() if prof else {}), **eng.deployment_facts()})
     window = sampler.within(meas.measured.start_ts, meas.measured.end_ts)
     run.write_requests(pid, meas.records)
     run.write_json(f"server_metrics/{pid}.json",
                    {"before": meas.server_before, "after": meas.server_after,
                     "measured_window": [meas.measured.start_ts, meas.measured.end_ts],
-                    "samples": [{"t": t, "metrics": m} for t, m in sampler.samples]})
+                    "samples": [{"t": t, "metrics": m} for t, m in sampler.samples],
+                    **({"roles": {"before": roles_before, "after": roles_after}}
+                       if roles_before or roles_after else {})})
     figures = write_series(run, pid, ctx, meas, sampler.samples, gpu)
     power = measure_power(ctx, gpu, meas)
     state = engine_state(eng, meas.measured.records, ctx.sc.client.stall_timeout_s)

@@ -1,0 +1,101 @@
+"""A GPU-free stand-in for a multi-node deployment's workers (engine.slurm.worker_stand_in).
+
+dynamo-mocker: each prefill, decode or aggregated worker becomes NVIDIA Dynamo's own mocker
+(`python -m dynamo.mocker`, ai-dynamo), which registers with the frontend as that worker would
+and simulates its timing and KV cache; the frontend is upstream's own `dynamo.frontend` with
+upstream's flags. Discovery goes through a directory every node sees and the request and event
+planes over TCP and ZMQ, so etcd and NATS roles are left out. Everything binds the node's own
+address. What the mocker simulates and what it does not: docs/multinode.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from harness.config.errors import ConfigError
+from harness.config.schema import SweepConfig
+from harness.config.schema_catalog import Deployment, RoleLaunch
+from harness.engines.multinode_roles import WORKER_ROLES
+
+STAND_INS = ("dynamo-mocker",)
+# Dynamo's planes without etcd or NATS (ai-dynamo 1.6.1 dynamo/frontend/frontend_args.py
+# --discovery-backend, --request-plane, --event-plane; the mocker takes the same flags)
+PLANES = ["--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq"]
+DROPPED = ("etcd", "nats")  # what file discovery and the TCP/ZMQ planes replace
+# Each worker's system server (health and /metrics): DYN_SYSTEM_PORT, per role kind a base
+# port, plus the instance's index (harness/engines/multinode_roles.py)
+SYSTEM_PORT = {"prefill": 18100, "decode": 18200, "aggregated": 18300}
+
+
+def repo_path(p: str) -> Path:
+    from harness.config.locations import repo_root
+
+    path = Path(p)
+    return path if path.is_absolute() else repo_root() / path
+
+
+def default_model_dir() -> Path:
+    """The tokenizer and config the mocker loads when engine.slurm.stand_in_model is unset."""
+    return repo_path("data/stand_in_model")
+
+
+def stand_in_deployment(sc: SweepConfig, dep: Deployment, where) -> Deployment:
+    """`dep` with its workers replaced by the stand-in; refusals name the setting and fix."""
+    cfg = sc.engine.slurm
+    python = repo_path(cfg.stand_in_python)
+    if not python.exists():
+        raise ConfigError(where("engine.slurm.stand_in_python"), "engine.slurm.stand_in_python",
+                          f"{python} does not exist: the stand-in runs Dynamo's mocker from it",
+                          "run `make dynamo-env` (installs ai-dynamo into .venv-dynamo), or "
+                          "point engine.slurm.stand_in_python at a Python with ai-dynamo")
+    model = repo_path(cfg.stand_in_model) if cfg.stand_in_model else default_model_dir()
+    if not (model / "tokenizer.json").exists() and not (model / "tokenizer_config.json").exists():
+        raise ConfigError(where("engine.slurm.stand_in_model"), "engine.slurm.stand_in_model",
+                          f"{model} holds no tokenizer (tokenizer.json) for the mocker",
+                          "set engine.slurm.stand_in_model to a local model directory with its "
+                          "tokenizer and config.json")
+    discovery = cfg.discovery_dir or "{launch_dir}/discovery"
+    env = {"DYN_FILE_KV": discovery}
+    out: list[RoleLaunch] = []
+    for r in dep.roles:
+        if r.role in DROPPED:
+            continue
+        if r.role in WORKER_ROLES:
+            out.append(_mocker(r, str(python), str(model), env))
+        elif r.role == "frontend":
+            out.append(_frontend(r, str(python), env))
+        else:
+            raise ConfigError(where("engine.slurm.worker_stand_in"),
+                              "engine.slurm.worker_stand_in",
+                              f"the deployment's {r.role} role ({r.name}) has no stand-in: "
+                              "dynamo-mocker replaces Dynamo workers behind dynamo.frontend",
+                              "run this key on GPUs without a stand-in, or attach to it")
+    return Deployment(source=f"{dep.source} [workers: {cfg.worker_stand_in}]", image=None,
+                      gpus_per_node=dep.gpus_per_node, nodes=dep.nodes, roles=out)
+
+
+def _mocker(r: RoleLaunch, python: str, model: str, env: dict[str, str]) -> RoleLaunch:
+    mode = ["--disaggregation-mode", r.role] if r.role in ("prefill", "decode") else []
+    argv = [python, "-m", "dynamo.mocker", "--model-path", model, "--model-name",
+            "{served_name}", *mode, *PLANES]
+    worker_env = {**env, "DYN_SYSTEM_ENABLED": "true", "DYN_SYSTEM_PORT": "{port}",
+                  "DYN_SYSTEM_HOST": "{host}", "DYN_TCP_RPC_HOST": "{host}",
+                  "DYN_ZMQ_HOST": "{host}"}
+    return dataclasses.replace(r, argv=argv, env=worker_env, files={},
+                               port=SYSTEM_PORT[r.role], ready="/health")
+
+
+def _frontend(r: RoleLaunch, python: str, env: dict[str, str]) -> RoleLaunch:
+    """Upstream's frontend flags kept, run from the stand-in's interpreter, bound to the node."""
+    argv = list(r.argv)
+    if "dynamo.frontend" not in argv:
+        raise ValueError(f"role {r.name}: not dynamo.frontend ({argv[:4]})")
+    flags = argv[argv.index("dynamo.frontend") + 1:]
+    for planed in ("--discovery-backend", "--request-plane", "--event-plane", "--http-host"):
+        while planed in flags:
+            i = flags.index(planed)
+            del flags[i:i + 2]
+    argv = [python, "-m", "dynamo.frontend", *flags, "--http-host", "{host}", *PLANES]
+    return dataclasses.replace(r, argv=argv, env={**r.env, **env, "DYN_TCP_RPC_HOST": "{host}"},
+                               ready=None)
