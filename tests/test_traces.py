@@ -155,7 +155,7 @@ def test_missing_file_is_a_trace_error(tmp_path) -> None:
 def _misplaced_trace() -> dict:
     return {"id": "t1", "block_size": 64, "requests": [
         {"t": 0, "type": "n", "in": 100, "out": 10, "hash_ids": [1, 2]},
-        {"t": 1, "type": "subagent", "agent_id": "a1", "think_time": float("nan"),
+        {"t": 1, "type": "subagent", "agent_id": "a1", "think_time": 1.5,
          "requests": [{"t": 1, "type": "n", "in": 80, "out": 5, "hash_ids": [3],
                        "agent_id": "wrong"}]},
         {"t": 2, "type": "subagent", "agent_id": "a2", "think_time": 3,
@@ -183,3 +183,72 @@ def test_fields_of_another_kind_are_errors_in_strict() -> None:
     with pytest.raises(TraceError) as e:
         parse_trace(_misplaced_trace(), "t.json", "whole file", strict=True)
     assert "think_time" in str(e.value) and "requests[1]" in str(e.value)
+
+
+def _weka(**request: object) -> str:
+    return json.dumps({"id": "x", "block_size": 64, "totals": {"parent_tokens": {"input": 100}},
+                       "requests": [GOOD_REQ, {**GOOD_REQ, "t": 1, **request}]})
+
+
+def _weka_subagent(**fields: object) -> str:
+    return json.dumps({"id": "x", "block_size": 64, "requests": [
+        GOOD_REQ, {"t": 1, "type": "subagent", "agent_id": "a1", **fields,
+                   "requests": [{**GOOD_REQ, "t": 1}]}]})
+
+
+MOONCAKE_GOOD = '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1]}'
+AZURE_HEAD = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,5,1\n"
+
+# (file name, text, where the error must point, field, words of the problem)
+NUMERIC_CASES = [
+    ("nan_think.json", _weka(think_time=float("nan")), "requests[1]", "think_time", "nan"),
+    ("inf_api.json", _weka(api_time=float("inf")), "requests[1]", "api_time", "inf"),
+    ("huge_think.json", _weka(think_time=1e300), "requests[1]", "think_time", "above"),
+    ("neg_think.json", _weka(think_time=-2), "requests[1]", "think_time", "below 0"),
+    ("nan_ttft.json", _weka(type="s", ttft=float("nan")), "requests[1]", "ttft", "nan"),
+    ("huge_in.json", _weka(**{"in": 10**400}), "requests[1]", "in", "above"),
+    ("neg_hash.json", _weka(hash_ids=[1, -5]), "requests[1]", "hash_ids", "-5"),
+    ("bool_hash.json", _weka(hash_ids=[True]), "requests[1]", "hash_ids", "integers"),
+    ("nan_totals.json", json.dumps({"id": "x", "block_size": 64, "requests": [GOOD_REQ],
+                                    "totals": {"parent_tokens": {"input": float("nan")}}}),
+     "trace x", "totals.parent_tokens.input", "nan"),
+    # a request's field on a sub-agent is ignored with a warning, but never when it is NaN
+    ("nan_sub_think.json", _weka_subagent(think_time=float("nan")), "requests[1]",
+     "think_time", "nan"),
+    ("inf_sub_duration.json", _weka_subagent(duration_ms=float("inf")), "requests[1]",
+     "duration_ms", "inf"),
+    ("neg_sub_tokens.json", _weka_subagent(total_tokens=-1), "requests[1]", "total_tokens",
+     "below 0"),
+    ("huge_ts.jsonl", MOONCAKE_GOOD + '\n{"timestamp": 1e400, "input_length": 5, '
+     '"output_length": 1, "hash_ids": [1]}\n', "line 2", "timestamp", "inf"),
+    ("late_ts.jsonl", MOONCAKE_GOOD + '\n{"timestamp": 9999999999999, "input_length": 5, '
+     '"output_length": 1, "hash_ids": [1]}\n', "line 2", "timestamp", "9999999999999"),
+    ("neg_hash.jsonl", MOONCAKE_GOOD + '\n{"timestamp": 1, "input_length": 5, '
+     '"output_length": 1, "hash_ids": [-1]}\n', "line 2", "hash_ids", "-1"),
+    ("huge_ctx.csv", AZURE_HEAD + "2023-11-16 18:17:04.00,999999999999,1\n", "line 3",
+     "ContextTokens", "999999999999"),
+    ("far_ts.csv", AZURE_HEAD + "2025-11-16 18:17:04.00,5,1\n", "line 3", "TIMESTAMP",
+     "days after"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "where", "field", "problem"), NUMERIC_CASES,
+                         ids=[c[0] for c in NUMERIC_CASES])
+def test_every_numeric_field_is_finite_and_in_range_through_the_cli(
+        tmp_path, name, text, where, field, problem) -> None:
+    """`harness traces stats` reads a trace as a sweep does (the same loaders): a NaN, an
+    infinity or an absurd value is one line naming file, entry, field and fix, exit 2."""
+    p = _write(tmp_path, name, text)
+    r = harness("traces", "stats", str(p))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    line, = r.stderr.splitlines()
+    assert str(p) in line and where in line and f"field '{field}'" in line, line
+    assert problem in line and "Fix:" in line, line
+
+
+def test_a_trace_within_every_limit_still_loads(tmp_path) -> None:
+    p = _write(tmp_path, "ok.json", _weka(think_time=2.5, api_time=1.0, type="s", ttft=0.3))
+    r = harness("traces", "stats", str(p))
+    assert r.returncode == 0, r.stderr
+    assert "requests 2" in r.stdout

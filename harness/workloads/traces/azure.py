@@ -9,7 +9,14 @@ import io
 from datetime import datetime
 from pathlib import Path
 
-from harness.workloads.traces.model import Trace, TraceError, TraceRequest, read_text
+from harness.workloads.traces.model import (
+    MAX_SECONDS,
+    MAX_TOKENS,
+    Trace,
+    TraceError,
+    TraceRequest,
+    read_text,
+)
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 BLOCK_SIZE = 64  # nominal: requests share nothing, so any block size gives the same prompts
@@ -47,13 +54,18 @@ def load(path: Path) -> list[Trace]:
                 except (TypeError, ValueError):
                     raise TraceError(str(path), where, key, f"not an integer: {row[key]!r}",
                                      f"give {key} as a positive integer") from None
-                if vals[key] < 1:
-                    raise TraceError(str(path), where, key, f"{vals[key]} < 1",
-                                     f"give {key} as a positive integer")
+                if not 1 <= vals[key] <= MAX_TOKENS:
+                    raise TraceError(str(path), where, key,
+                                     f"{vals[key]} is outside [1, {MAX_TOKENS:,}] tokens",
+                                     f"give {key} as a positive integer number of tokens")
             t0 = t0 or ts
             if ts < t0:  # a negative start time: the replay would never wait for it
                 raise TraceError(str(path), where, "TIMESTAMP", f"{ts} is before the first "
                                  f"row's {t0}", "sort the rows by TIMESTAMP")
+            if (ts - t0).total_seconds() > MAX_SECONDS:
+                raise TraceError(str(path), where, "TIMESTAMP", f"{ts} is more than "
+                                 f"{MAX_SECONDS / 86400:.0f} days after the first row's {t0}",
+                                 "split the trace, or check the row's date")
             n_blocks = -(-vals["ContextTokens"] // BLOCK_SIZE)
             ids = list(range(next_id, next_id + n_blocks))
             next_id += n_blocks

@@ -23,6 +23,26 @@ class TraceError(ValueError):
         )
 
 
+# Upper bounds of a trace's numbers. A finite but absurd value is a unit mistake (milliseconds
+# given as seconds) or a corrupt file: a think time of 1e300 s would hold a replay lane until the
+# point's time limit, a token count beyond every model's context could only be refused later.
+MAX_SECONDS = 30 * 86400.0  # recorded times and durations: a month
+MAX_TOKENS = 100_000_000  # per request: 10x the longest context any model ships
+HASH_ID_LIMIT = 2**64  # block ids key the prompt text as uint64 (harness/workloads/block_table.py)
+
+
+def check_hash_ids(ids: object, path: str, where: str, what: str) -> list[int]:
+    """A request's block hash ids: integers in [0, 2^64), or a TraceError naming the field."""
+    if not isinstance(ids, list) or not all(type(h) is int for h in ids):
+        raise TraceError(path, where, "hash_ids", "expected a list of integers",
+                         f"give the request's {what} block hashes as integers")
+    if ids and (min(ids) < 0 or max(ids) >= HASH_ID_LIMIT):
+        bad = next(h for h in ids if not 0 <= h < HASH_ID_LIMIT)
+        raise TraceError(path, where, "hash_ids", f"block hash {bad} is outside [0, 2^64)",
+                         "give block hashes as non-negative 64-bit integers")
+    return ids
+
+
 def read_text(path: Path) -> str:
     """The file as UTF-8 text, or a TraceError naming the first bad byte and its line."""
     data = path.read_bytes()

@@ -7,9 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.workloads.traces.model import Trace, TraceError, TraceRequest, read_text
+from harness.workloads.traces.model import (
+    MAX_SECONDS,
+    MAX_TOKENS,
+    Trace,
+    TraceError,
+    TraceRequest,
+    check_hash_ids,
+    read_text,
+)
 
 BLOCK_SIZE = 512
+# field: (lowest, highest, unit); the timestamp is milliseconds from the trace's start
+LIMITS = {"timestamp": (0, int(MAX_SECONDS * 1000), "ms"),
+          "input_length": (1, MAX_TOKENS, "tokens"), "output_length": (1, MAX_TOKENS, "tokens")}
 
 
 def load(path: Path) -> list[Trace]:
@@ -26,16 +37,14 @@ def load(path: Path) -> list[Trace]:
         if not isinstance(obj, dict):
             raise TraceError(str(path), where, "(request)", "expected a JSON object",
                              "one request object per line")
-        for key in ("timestamp", "input_length", "output_length"):
+        for key, (low, high, unit) in LIMITS.items():
             v = obj.get(key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key != "timestamp"
-                                                                      else 0):
-                raise TraceError(str(path), where, key, f"expected a positive integer, got {v!r}",
-                                 f"set '{key}' to an integer")
-        ids = obj.get("hash_ids")
-        if not isinstance(ids, list) or not all(isinstance(h, int) for h in ids):
-            raise TraceError(str(path), where, "hash_ids", "expected a list of integers",
-                             "give the 512-token block hashes as integers")
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+                shown = repr(v) if len(repr(v)) <= 24 else f"{repr(v)[:12]}..."
+                raise TraceError(str(path), where, key,
+                                 f"expected an integer in [{low}, {high:,}] {unit}, got {shown}",
+                                 f"set '{key}' to an integer number of {unit} in that range")
+        ids = check_hash_ids(obj.get("hash_ids"), str(path), where, "512-token")
         req = TraceRequest(t=obj["timestamp"] / 1000.0, in_tokens=obj["input_length"],
                            out_tokens=obj["output_length"], hash_ids=ids)
         traces.append(Trace(id=f"{path.stem}:{n}", source=str(path), block_size=BLOCK_SIZE,

@@ -18,7 +18,16 @@ from harness.workloads.traces.corpus_rows import (
     SUBAGENT_FIELDS,
     TRACE_FIELDS,
 )
-from harness.workloads.traces.model import SubAgent, Trace, TraceError, TraceRequest, read_text
+from harness.workloads.traces.model import (
+    MAX_SECONDS,
+    MAX_TOKENS,
+    SubAgent,
+    Trace,
+    TraceError,
+    TraceRequest,
+    check_hash_ids,
+    read_text,
+)
 
 log = logging.getLogger(__name__)
 # Which fields each kind of entry may carry (AIPerf's WekaTrace models, corpus_rows.py). A field
@@ -31,8 +40,15 @@ _warned: set[tuple[str, str, str]] = set()  # (file, kind, field): each warned o
 
 def check_fields(obj: dict[str, Any], kind: str, path: str, where: str, strict: bool) -> None:
     """Fields that do not belong to this kind of entry: with `strict` an error naming the entry
-    and the field; otherwise a warning naming the field once per file (its first entry)."""
+    and the field; otherwise a warning naming the field once per file (its first entry).
+    A NaN or infinite value is an error in any field, read or not (`_non_finite`)."""
     for key in obj:
+        bad = _non_finite(obj[key])
+        if bad is not None:
+            field_name = key + bad[0]
+            raise TraceError(path, where, field_name, f"{bad[1]} is not a finite number",
+                             f"give '{field_name}' as a finite number (JSON has no NaN or "
+                             "Infinity; a tool that wrote them wrote a broken trace)")
         if key in _KIND_FIELDS[kind]:
             continue
         other = next((k for k, f in _KIND_FIELDS.items() if k != kind and key in f), None)
@@ -46,13 +62,36 @@ def check_fields(obj: dict[str, Any], kind: str, path: str, where: str, strict: 
             log.warning("%s: %s: %s; ignored (first such entry; later ones not repeated)",
                         path, where, what)
 
+
+def _non_finite(v: Any, depth: int = 0) -> tuple[str, float] | None:
+    """(".sub.key", value) of a NaN or infinity in a field's value (nested objects such as
+    `totals` included), else None. Lists are not walked: request lists are checked entry by
+    entry, hash ids must be integers."""
+    if isinstance(v, float):
+        return None if math.isfinite(v) else ("", v)
+    if isinstance(v, dict) and depth < MAX_NESTING:
+        for k, inner in v.items():
+            bad = _non_finite(inner, depth + 1)
+            if bad is not None:
+                return f".{k}{bad[0]}", bad[1]
+    return None
+
+
+def _shown(v: float) -> str:
+    """A number for a message: a 400-digit integer is not printed whole."""
+    text = repr(v)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+
+
 # Sub-agents nest (a sub-agent's own sub-agents); recorded traces go a few levels deep. The
 # bound turns a pathological file into an error instead of a RecursionError.
 MAX_NESTING = 32
 
 
 def _num(obj: dict[str, Any], key: str, path: str, where: str, *, required: bool = True,
-         integer: bool = False, minimum: float = 0.0) -> float:
+         integer: bool = False, minimum: float = 0.0, maximum: float = MAX_SECONDS,
+         unit: str = "s") -> float:
+    """A finite number in [minimum, maximum]: times in seconds unless `unit` says otherwise."""
     if key not in obj:
         if required:
             raise TraceError(path, where, key, "missing", f"add '{key}' (a number >= {minimum:g})")
@@ -61,20 +100,35 @@ def _num(obj: dict[str, Any], key: str, path: str, where: str, *, required: bool
     kind = "an integer" if integer else "a number"
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise TraceError(path, where, key, f"expected {kind}, got {v!r}", f"make '{key}' {kind}")
-    if not math.isfinite(v):  # JSON's NaN/Infinity: a NaN time would stall a lane forever
+    if isinstance(v, float) and not math.isfinite(v):  # a NaN time would stall a lane forever
         raise TraceError(path, where, key, f"{v} is not a finite number",
                          f"give '{key}' as a finite number >= {minimum:g}")
     if integer and v != int(v):
         raise TraceError(path, where, key, f"expected {kind}, got {v!r}", f"make '{key}' {kind}")
     if v < minimum:
-        raise TraceError(path, where, key, f"{v} is below {minimum:g}", f"'{key}' >= {minimum:g}")
+        raise TraceError(path, where, key, f"{_shown(v)} is below {minimum:g}",
+                         f"'{key}' >= {minimum:g}")
+    if v > maximum:
+        raise TraceError(path, where, key, f"{_shown(v)} {unit} is above the limit of "
+                         f"{maximum:,.0f} {unit}", f"give '{key}' in {unit}, at most "
+                         f"{maximum:,.0f} (a larger value is usually a unit mistake)")
     return float(v)
 
 
 def _prefix_tokens(obj: dict[str, Any], path: str, where: str) -> int:
     """tool_tokens + system_tokens (absent: 0): the first turn's system message."""
-    return int(_num(obj, "tool_tokens", path, where, required=False, integer=True)
-               + _num(obj, "system_tokens", path, where, required=False, integer=True))
+    return int(_num(obj, "tool_tokens", path, where, required=False, integer=True,
+                    maximum=MAX_TOKENS, unit="tokens")
+               + _num(obj, "system_tokens", path, where, required=False, integer=True,
+                      maximum=MAX_TOKENS, unit="tokens"))
+
+
+def _unread_counts(r: dict[str, Any], path: str, where: str) -> None:
+    """Fields of AIPerf's schema the replay does not read, held to the same rules: a trace with
+    a negative token total or a NaN ttft is broken, whoever reads it next."""
+    for key in ("total_tokens", "tool_use_count"):
+        _num(r, key, path, where, required=False, integer=True, maximum=math.inf, unit="")
+    _num(r, "ttft", path, where, required=False)
 
 
 def _claim_agent_id(r: dict[str, Any], i: int, path: str, w: str, siblings: dict[str, str],
@@ -120,11 +174,13 @@ def _items(raw: Any, path: str, where: str, depth: int = 0,
         if kind == "subagent":
             check_fields(r, "sub-agent", path, w, strict)
             agent_id = _claim_agent_id(r, i, path, w, siblings, agent_ids)
+            _unread_counts(r, path, w)
             out.append(SubAgent(
                 t=_num(r, "t", path, w),
                 agent_id=agent_id,
                 kind=str(r.get("subagent_type", "")),
-                duration=_num(r, "duration_ms", path, w, required=False) / 1000.0,
+                duration=_num(r, "duration_ms", path, w, required=False,
+                              maximum=MAX_SECONDS * 1000, unit="ms") / 1000.0,
                 items=_items(r.get("requests"), path, f"{w} ({r.get('agent_id', 'subagent')})",
                              depth + 1, strict, agent_ids),
                 prefix_tokens=_prefix_tokens(r, path, w),
@@ -134,14 +190,14 @@ def _items(raw: Any, path: str, where: str, depth: int = 0,
             raise TraceError(path, w, "type", f"unknown type {kind!r}",
                              "use 'n', 's' or 'subagent'")
         check_fields(r, "request", path, w, strict)
-        ids = r.get("hash_ids")
-        if not isinstance(ids, list) or not all(isinstance(h, int) for h in ids):
-            raise TraceError(path, w, "hash_ids", "expected a list of integers",
-                             "give the request's 64-token block hashes as integers")
+        ids = check_hash_ids(r.get("hash_ids"), path, w, "64-token")
+        _unread_counts(r, path, w)
         out.append(TraceRequest(
             t=_num(r, "t", path, w),
-            in_tokens=int(_num(r, "in", path, w, integer=True, minimum=1)),
-            out_tokens=int(_num(r, "out", path, w, integer=True, minimum=1)),
+            in_tokens=int(_num(r, "in", path, w, integer=True, minimum=1, maximum=MAX_TOKENS,
+                               unit="tokens")),
+            out_tokens=int(_num(r, "out", path, w, integer=True, minimum=1, maximum=MAX_TOKENS,
+                                unit="tokens")),
             hash_ids=ids,
             think=_num(r, "think_time", path, w, required=False),
             api_time=_num(r, "api_time", path, w, required=False),
@@ -157,7 +213,8 @@ def parse_trace(obj: Any, path: str, where: str, strict: bool = False) -> Trace:
     tid = str(obj.get("id", where))
     w = f"{where}, trace {tid}"
     check_fields(obj, "trace", path, w, strict)
-    bs = _num(obj, "block_size", path, w, integer=True, minimum=1)
+    bs = _num(obj, "block_size", path, w, integer=True, minimum=1, maximum=MAX_TOKENS,
+              unit="tokens")
     items = _items(obj.get("requests"), path, w, strict=strict)
     if not any(isinstance(i, TraceRequest) for i in items):
         # the replay starts a lane on a parent turn and attaches sub-agents to parent turns
