@@ -90,6 +90,13 @@ class ValiditySettings:
     max_overflow_share: float = 0.01  # agentic: context overflows allowed
     al_confidence: float = 0.999  # injected acceptance: two-sided confidence of the interval
     al_min_drafts: float = 200  # ...and the fewest independent draws that can judge it
+    # The host (harness.telemetry.host): "invalid" (a disturbed point is invalid), "warn" (kept,
+    # marked `host_warning`), "off" (not judged). Bounds: CPU of processes outside the harness's
+    # and the engine's trees, in cores averaged over the window, and the hypervisor's steal as a
+    # share of CPU time. Why these values: docs/methodology.md, "The host".
+    host: str = "invalid"
+    host_foreign_cpu_max: float = 0.2
+    host_steal_max: float = 0.05
 
 
 def settings_for(sc: SweepConfig) -> ValiditySettings:
@@ -106,7 +113,30 @@ def settings_for(sc: SweepConfig) -> ValiditySettings:
         max_overflow_share=scen.max_overflow_share,
         al_confidence=sc.speculator.acceptance.confidence,
         al_min_drafts=sc.speculator.acceptance.min_drafts,
+        **host_settings(sc),
     )
+
+
+HOST_MODES = ("invalid", "warn", "off")
+
+
+def host_settings(sc: SweepConfig) -> dict[str, Any]:
+    """The `validity.*` host keys where the config has them (ConfigError on a bad one)."""
+    v = getattr(sc, "validity", None)
+    if v is None:
+        return {}
+    from harness.config.errors import ConfigError
+
+    if v.host not in HOST_MODES:
+        raise ConfigError("the config", "validity.host", f"unknown mode {v.host!r}",
+                          f"set validity.host to one of {', '.join(HOST_MODES)}")
+    for key in ("host_foreign_cpu_max", "host_steal_max"):
+        if not getattr(v, key) >= 0:
+            raise ConfigError("the config", f"validity.{key}",
+                              f"must be >= 0, got {getattr(v, key)}",
+                              f"set validity.{key}={getattr(ValiditySettings, key)}")
+    return {"host": v.host, "host_foreign_cpu_max": float(v.host_foreign_cpu_max),
+            "host_steal_max": float(v.host_steal_max)}
 
 
 # ---- rules on any point ---------------------------------------------------------------------
@@ -249,6 +279,44 @@ def schedule_rule(lag_p99_ms: float | None) -> list[Rule]:
                  f"requests were sent {lag_p99_ms or 0:.1f} ms late at p99 (the client fell "
                  "behind its schedule)", "lower the rate or speed-up, or give the client an "
                  "idle core")]
+
+
+_HOST_REMEDY = ("measure on a quiet host: stop the processes named in host_foreign_top (or "
+                "move them off this machine), then resume the run; validity.host=warn keeps "
+                "such points with a mark")
+
+
+def host_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+    """The host must not have disturbed the point: CPU taken by processes outside ours, and the
+    hypervisor's steal (harness.telemetry.host.HostFigures.fields). Nothing when the host was
+    not sampled or `validity.host=off`; with `warn` the rules pass and say what they saw
+    (`host_warning` marks the point: `host_facts`)."""
+    if s.host == "off" or not _num(f.get("host_covered_s")) > 0:
+        return []
+    foreign, steal = _num(f.get("host_foreign_cpu")), _num(f.get("host_steal_share"))
+    top = ", ".join(f.get("host_foreign_top") or []) or "no process named"
+    kept = " (kept: validity.host=warn)" if s.host == "warn" else ""
+    fk, sk = not foreign > s.host_foreign_cpu_max, not steal > s.host_steal_max
+    return [
+        Rule("host_foreign_cpu", fk or s.host == "warn", _finite(foreign),
+             f"<= {s.host_foreign_cpu_max:g} cores",
+             f"other processes used {foreign:.2f} cores through the window (busiest: {top})"
+             + ("" if fk else kept), _HOST_REMEDY),
+        Rule("host_steal", sk or s.host == "warn", _finite(steal),
+             f"<= {_pct(s.host_steal_max)} of CPU time",
+             f"the hypervisor took {100 * steal:.1f}% of CPU time (steal)" + ("" if sk else kept),
+             "measure on a host whose hypervisor does not oversubscribe its CPUs (a dedicated "
+             "or bare-metal instance); validity.host=warn keeps such points with a mark"),
+    ]
+
+
+def host_facts(rules: Iterable[Rule], s: ValiditySettings) -> dict[str, Any]:
+    """`host_warning` on a point `validity.host=warn` kept although the host disturbed it."""
+    if s.host != "warn":
+        return {}
+    seen = [r.message for r in rules if r.name.startswith(("host_", "gpu_"))
+            and "(kept: validity.host=warn)" in r.message]
+    return {"host_warning": "; ".join(seen)} if seen else {}
 
 
 def judge(*groups: Iterable[Rule]) -> Validity:

@@ -1,0 +1,164 @@
+"""The host reader (harness.telemetry.host) against real processes: a busy process outside our
+trees is foreign, one inside (our child, as the engine and the client workers are) is not;
+kernel threads are told apart; the host rules judge what it read (harness.record.validity)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.record.validity import ValiditySettings, host_facts, host_rules, judge
+from harness.telemetry import host
+
+pytestmark = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")
+
+BUSY = [sys.executable, "-c", "while 1: pass"]
+
+
+def _cpu_s(pid: int) -> float:
+    """The process's own utime + stime, read without the module under test."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _orphan_busy_loop() -> int:
+    """A busy loop that is not our descendant: its parent exits at once, so it is re-parented
+    to init (or a subreaper above us), as a neighbour's process is."""
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "import subprocess, sys; p = subprocess.Popen(" + repr(BUSY) + ", "
+         "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+         "print(p.pid)"],
+        capture_output=True, text=True, check=True, timeout=20)
+    return int(out.stdout.strip())
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_busy_process_outside_our_trees_is_foreign_and_our_own_child_is_not() -> None:
+    ours = subprocess.Popen(BUSY)
+    foreign = 0
+    try:
+        foreign = _orphan_busy_loop()
+        assert foreign not in host.descendants(host.read_processes(), [os.getpid()])
+        with host.HostSampler(0.5) as h:
+            time.sleep(0.6)  # the first sample is the baseline
+            a0, b0, t0 = _cpu_s(ours.pid), _cpu_s(foreign), time.perf_counter()
+            time.sleep(2.5)
+            a1, b1, t1 = _cpu_s(ours.pid), _cpu_s(foreign), time.perf_counter()
+            assert h.wait_past(t1, 3.0)
+    finally:
+        ours.kill()
+        ours.wait()
+        if foreign:
+            _kill(foreign)
+    named = {pid for r in h.readings for pid, _, _ in r.top}
+    assert foreign in named and ours.pid not in named
+    f = host.window_figures(h.readings, t0, t1)
+    window = t1 - t0
+    ours_cores, foreign_cores = (a1 - a0) / window, (b1 - b0) / window
+    assert foreign_cores > 0.1 and ours_cores > 0.1  # each loop got CPU, even shared
+    # The foreign loop is counted (within a sample's tick rounding and window edges) and our
+    # child is in ours, never in foreign's named processes.
+    assert f.procs_cores >= 0.8 * foreign_cores
+    assert f.ours_cores >= 0.8 * ours_cores
+    assert f.foreign_cores >= f.procs_cores - 1e-9
+    top = dict(((pid, comm), cores) for pid, comm, cores in f.top)
+    assert any(pid == foreign and abs(c - foreign_cores) < 0.25 for (pid, _), c in top.items())
+    # ...and the rule, fed this window, calls the point disturbed and names the process.
+    rules = host_rules(f.fields(), ValiditySettings(host_foreign_cpu_max=0.1))
+    v = judge(rules)
+    assert not v.valid and "host_foreign_cpu" in {r.name for r in v.failed}
+    assert f"pid {foreign}" in v.reasons[0]
+
+
+def test_kernel_threads_are_told_apart_from_processes() -> None:
+    procs = {p.pid: p for p in host.read_processes()}
+    if 2 not in procs:
+        pytest.skip("kthreadd not visible in this PID namespace")
+    assert procs[2].kernel and not procs[os.getpid()].kernel
+
+
+def test_proc_stat_arithmetic() -> None:
+    text = "cpu  100 20 30 800 10 5 5 30 7 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n"
+    c = host.read_cpu_times(text)
+    tick = host.TICK_S
+    assert math.isclose(c.busy, 160 * tick) and math.isclose(c.steal, 30 * tick)
+    assert math.isclose(c.total, 1000 * tick)  # guest (7) is inside user already
+    real = host.read_cpu_times()
+    assert real.total >= real.busy + real.steal > 0
+
+
+def test_a_comm_with_spaces_and_parentheses_parses() -> None:
+    line = ("42 (a (b) c) S 7 42 42 0 -1 4194560 1 0 0 0 250 50 3 4 20 0 1 0 9999 0 0"
+            " 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0")
+    p = host.parse_stat(42, line)
+    assert p is not None and p.comm == "a (b) c" and p.ppid == 7 and not p.kernel
+    assert math.isclose(p.cpu_s, 300 * host.TICK_S) and p.start_ticks == 9999
+
+
+def test_window_figures_prorate_readings_at_the_edges() -> None:
+    r = [host.HostReading(0.0, 1.0, busy_s=1.0, steal_s=0.1, total_s=2.0, ours_s=0.5,
+                          procs_s=0.4, kernel_s=0.0, top=((9, "x", 0.4),)),
+         host.HostReading(1.0, 2.0, busy_s=2.0, steal_s=0.0, total_s=2.0, ours_s=0.0,
+                          procs_s=2.0, kernel_s=0.0, top=((9, "x", 2.0),))]
+    f = host.window_figures(r, 0.5, 2.0)  # half of the first, all of the second
+    assert math.isclose(f.covered_s, 1.5)
+    assert math.isclose(f.foreign_cores, (0.5 * 0.5 + 2.0) / 1.5)
+    assert math.isclose(f.steal_share, 0.05 / 3.0)
+    assert f.top[0][:2] == (9, "x") and math.isclose(f.top[0][2], 2.2 / 1.5)
+    assert host.window_figures([], 0.0, 1.0).covered_s == 0.0
+
+
+@pytest.mark.parametrize("mode", ["invalid", "warn", "off"])
+def test_host_rules_modes(mode: str) -> None:
+    s = ValiditySettings(host=mode)
+    disturbed = host.HostFigures(10.0, 10.0, foreign_cores=0.9, procs_cores=0.9,
+                                 kernel_cores=0.0, unattributed_cores=0.0, ours_cores=1.0,
+                                 steal_share=0.2, top=((7, "yes", 0.9),)).fields()
+    rules = host_rules(disturbed, s)
+    if mode == "off":
+        assert rules == []
+        return
+    v = judge(rules)
+    assert {r.name for r in rules} == {"host_foreign_cpu", "host_steal"}
+    if mode == "invalid":
+        assert not v.valid and not v.fatal and len(v.failed) == 2
+        assert "0.90 cores" in v.reasons[0] and "yes (pid 7)" in v.reasons[0]
+        assert host_facts(rules, s) == {}
+    else:
+        assert v.valid
+        assert "kept: validity.host=warn" in host_facts(rules, s)["host_warning"]
+    quiet = {**disturbed, "host_foreign_cpu": 0.05, "host_steal_share": 0.01}
+    assert judge(host_rules(quiet, s)).valid and host_facts(host_rules(quiet, s), s) == {}
+
+
+def test_an_unsampled_host_is_not_judged() -> None:
+    assert host_rules({}, ValiditySettings()) == []
+    assert host_rules(host.HostFigures(5.0, 0.0).fields(), ValiditySettings()) == []
+
+
+def test_a_bad_host_setting_is_refused_naming_the_key() -> None:
+    from types import SimpleNamespace
+
+    from harness.config.errors import ConfigError
+    from harness.config.schema import ValidityConfig
+    from harness.record.validity import host_settings
+
+    ok = host_settings(SimpleNamespace(validity=ValidityConfig(host="warn")))
+    assert ok["host"] == "warn" and ok["host_foreign_cpu_max"] == 0.2
+    with pytest.raises(ConfigError, match=r"validity\.host"):
+        host_settings(SimpleNamespace(validity=ValidityConfig(host="loose")))
+    with pytest.raises(ConfigError, match=r"validity\.host_steal_max"):
+        host_settings(SimpleNamespace(validity=ValidityConfig(host_steal_max=-1)))
