@@ -134,6 +134,9 @@ def test_steps_on_a_named_node_share_it_serve_there_and_die_with_their_job(clust
             return [line for line in listed.splitlines() if line.endswith(" n2")]
 
         wait_for(lambda: len(steps_on_n2()) == 3, 10, "3 steps on n2 at once")
+        on_n2 = [p for p in step_processes(cluster) if p.startswith("harness-n2:")]
+        commands = sorted(p.rsplit(":", 1)[1] for p in on_n2 if not p.endswith(":slurmstepd"))
+        assert commands == sorted([Path(sys.executable).name, "sleep", "sleep"]), on_n2
 
         assert in_head(cluster, "scancel", job_id).returncode == 0
         wait_for(lambda: not step_processes(cluster), 15, "no step process left in the namespaces")

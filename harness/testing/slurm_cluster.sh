@@ -16,6 +16,8 @@ set -euo pipefail
 export PATH=$PATH:/usr/sbin:/sbin
 
 STATE=${HARNESS_SLURM_DIR:-/run/harness-slurm}
+[[ "$STATE" =~ ^/[A-Za-z0-9_./-]+$ ]] \
+  || { echo "slurm_cluster.sh: HARNESS_SLURM_DIR must be an absolute path of [A-Za-z0-9_./-], got '$STATE'" >&2; exit 2; }
 CONF=$STATE/slurm.conf
 PREFIX=harness-n              # node namespaces: harness-n1 .. harness-nN
 SWITCH_NS=harness-sw          # holds the bridge; the host's own network namespace is untouched
@@ -188,7 +190,9 @@ print_env() {
   local n i
   n=$(nodes_up)
   [ "$n" -gt 0 ] || die "no cluster is up (run: $0 up)"
-  printf 'SLURM_CONF=%q\nHEAD_NS=%q\nNODE_NAMESPACES=%q\nNODES=%q\n' \
+  # Every value is made of [A-Za-z0-9_./,-] (STATE is checked at start), so no quoting is needed
+  # and the lines read the same to a shell's eval and to a KEY=VALUE parser.
+  printf 'SLURM_CONF=%s\nHEAD_NS=%s\nNODE_NAMESPACES=%s\nNODES=%s\n' \
     "$CONF" "$HEAD_NS" "$(seq -f "${PREFIX}%g" -s , 1 "$n")" "$n"
   for i in $(seq 1 "$n"); do printf 'N%s_ADDR=%s\n' "$i" "$(addr_of "$i")"; done
 }
