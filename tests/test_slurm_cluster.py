@@ -49,6 +49,10 @@ def cluster():
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not re.search(r"^harness-(n\d+|sw)\b", namespaces, re.M), namespaces
     assert not Path(env["SLURM_CONF"]).parent.exists()
+    assert not list(Path("/etc/netns").glob("harness-*"))
+    routes = subprocess.run(["ip", "route", "show", f"{env['N1_ADDR'].rsplit('.', 1)[0]}.0/24"],
+                            capture_output=True, text=True).stdout
+    assert routes == "", routes
     assert subprocess.run(["pgrep", "-f", env["SLURM_CONF"]], capture_output=True).returncode == 1
 
 

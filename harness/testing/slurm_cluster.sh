@@ -63,6 +63,9 @@ start_munge() {
 
 make_network() {
   local n=$1 i ns
+  # The host has no link into the subnet; without this route a host-side packet to a node's
+  # address would leave by the default route, out of this machine. It fails at once instead.
+  ip route show "${SUBNET}.0/24" | grep -q . || ip route add unreachable "${SUBNET}.0/24"
   ip netns list | grep -qw "$SWITCH_NS" || ip netns add "$SWITCH_NS"
   ip -n "$SWITCH_NS" link show br0 >/dev/null 2>&1 || ip -n "$SWITCH_NS" link add br0 type bridge
   ip -n "$SWITCH_NS" link set lo up
@@ -229,7 +232,8 @@ cmd_down() {
   for f in "$STATE"/slurmd-n*.pid; do [ -e "$f" ] && stop_pidfile "$f" hs-slurmd; done
   stop_pidfile "$STATE/slurmctld.pid" hs-slurmctld
   # munged stays while slurm_local.sh's daemons may still need it.
-  pgrep -x 'slurmctld|slurmd' >/dev/null || stop_pidfile "$STATE/munged.pid" munged
+  pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null \
+    || stop_pidfile "$STATE/munged.pid" munged
   # Whatever is still inside our namespaces (slurmstepd, step processes) is ours to end.
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^(${PREFIX}[0-9]+|${SWITCH_NS})$" || true); do
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
@@ -237,6 +241,7 @@ cmd_down() {
     rm -rf "/etc/netns/$ns"
   done
   rmdir /etc/netns 2>/dev/null || true
+  ip route show type unreachable "${SUBNET}.0/24" | grep -q . && ip route del unreachable "${SUBNET}.0/24"
   rm -rf "$STATE"
   echo "slurm cluster down"
 }
