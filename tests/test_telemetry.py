@@ -122,6 +122,12 @@ class FakeSession:
     def alive(self) -> bool:
         return True
 
+    def role_metrics(self) -> dict[str, str]:  # a single server: no per-role metrics
+        return {}
+
+    def deployment_facts(self) -> dict:
+        return {}
+
 
 def _sc(*overrides: str):
     return compose_sweep(["engine=endpoint", "engine.url=http://127.0.0.1:9", "run_id=unit",

@@ -310,6 +310,24 @@ def host_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
     ]
 
 
+def gpu_clock_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+    """The accelerator's clocks were not held down by heat or the board's protections during
+    the window (harness.telemetry.clocks.clock_figures; the power cap is recorded, not judged).
+    Judged as the host is (`validity.host`); nothing where the telemetry gives no reasons."""
+    if s.host == "off" or not _num(f.get("gpu_clock_readings")) > 0:
+        return []
+    share = _num(f.get("gpu_throttled_share"))
+    ok = not share > 0
+    why = ", ".join(f.get("gpu_throttle_reasons") or [])
+    where = ", ".join(f.get("gpu_throttled_devices") or [])
+    kept = "" if ok or s.host != "warn" else " (kept: validity.host=warn)"
+    return [Rule("gpu_clocks", ok or s.host == "warn", _finite(share), "0 readings throttled",
+                 f"GPU {where} clocks held down ({why}) in {100 * share:.0f}% of the window's "
+                 f"readings{kept}" if not ok else "no thermal or hardware slowdown",
+                 "let the GPU cool or fix its cooling/power delivery, then resume the run; "
+                 "validity.host=warn keeps such points with a mark")]
+
+
 def host_facts(rules: Iterable[Rule], s: ValiditySettings) -> dict[str, Any]:
     """`host_warning` on a point `validity.host=warn` kept although the host disturbed it."""
     if s.host != "warn":

@@ -18,6 +18,9 @@ class GpuReading:
     power_w: float | None
     util_pct: float | None = None
     mem_used_mib: float | None = None
+    sm_clock_mhz: float | None = None
+    # NVML's clocks event (throttle) reasons bitmask; None where the tool gives none
+    clock_reasons: int | None = None
 
 
 def wall_to_perf() -> float:

@@ -20,6 +20,21 @@ def _nvml() -> Any:
     return pynvml
 
 
+def _clocks(lib: Any, handle: Any) -> tuple[float | None, int | None]:
+    """The SM clock (MHz) and the clocks event reasons mask, each None where this driver or
+    pynvml lacks it (nvmlDeviceGetCurrentClocksEventReasons from R535, the Throttle name
+    before)."""
+    sm = reasons = None
+    with contextlib.suppress(Exception):
+        sm = float(lib.nvmlDeviceGetClockInfo(handle, lib.NVML_CLOCK_SM))
+    get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+           or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+    if get is not None:
+        with contextlib.suppress(Exception):
+            reasons = int(get(handle))
+    return sm, reasons
+
+
 class NvmlSampler(PolledSampler):
     source = SOURCE
 
@@ -39,7 +54,7 @@ class NvmlSampler(PolledSampler):
             power = lib.nvmlDeviceGetPowerUsage(h) / 1000.0
             util = float(lib.nvmlDeviceGetUtilizationRates(h).gpu)
             mem = lib.nvmlDeviceGetMemoryInfo(h).used / (1 << 20)
-            out.append(GpuReading(t, str(i), power, util, mem))
+            out.append(GpuReading(t, str(i), power, util, mem, *_clocks(lib, h)))
         return out
 
     def stop(self) -> None:
