@@ -16,11 +16,14 @@ set -euo pipefail
 export PATH=$PATH:/usr/sbin:/sbin
 
 STATE=${HARNESS_SLURM_DIR:-/run/harness-slurm}
-[[ "$STATE" =~ ^/[A-Za-z0-9_./-]+$ ]] \
-  || { echo "slurm_cluster.sh: HARNESS_SLURM_DIR must be an absolute path of [A-Za-z0-9_./-], got '$STATE'" >&2; exit 2; }
+if ! [[ "$STATE" =~ ^/[A-Za-z0-9_./-]+$ ]]; then
+  echo "slurm_cluster.sh: HARNESS_SLURM_DIR must be an absolute path of [A-Za-z0-9_./-]," \
+    "got '$STATE'" >&2
+  exit 2
+fi
 CONF=$STATE/slurm.conf
 PREFIX=harness-n              # node namespaces: harness-n1 .. harness-nN
-SWITCH_NS=harness-sw          # holds the bridge; the host's own network namespace is untouched
+SWITCH_NS=harness-sw          # holds the bridge; the host's namespace gets no link or address
 HEAD_NS=${PREFIX}1
 SUBNET=10.213.7               # /24 that exists only inside these namespaces
 CTLD_PORT=6917                # slurm_local.sh keeps Slurm's defaults 6817/6818
@@ -131,7 +134,8 @@ SlurmctldDebug=verbose
 DebugFlags=Steps
 CONF
     for i in $(seq 1 "$n"); do
-      echo "NodeName=n$i NodeAddr=$(addr_of "$i") NodeHostname=n$i CPUs=${CPUS_PER_NODE} RealMemory=1024 State=UNKNOWN"
+      echo "NodeName=n$i NodeAddr=$(addr_of "$i") NodeHostname=n$i" \
+        "CPUs=${CPUS_PER_NODE} RealMemory=1024 State=UNKNOWN"
     done
     echo "PartitionName=mn Nodes=n[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
   }
@@ -172,7 +176,8 @@ start_daemons() {
   alive "$STATE/slurmctld.pid" hs-slurmctld || in_node 1 "$STATE/bin/hs-slurmctld" -f "$CONF"
   for i in $(seq 1 "$n"); do
     mkdir -p "$STATE/spool/n$i"
-    alive "$STATE/slurmd-n$i.pid" hs-slurmd || in_node "$i" "$STATE/bin/hs-slurmd" -f "$CONF" -N "n$i"
+    alive "$STATE/slurmd-n$i.pid" hs-slurmd \
+      || in_node "$i" "$STATE/bin/hs-slurmd" -f "$CONF" -N "n$i"
   done
 }
 
@@ -235,13 +240,16 @@ cmd_down() {
   pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null \
     || stop_pidfile "$STATE/munged.pid" munged
   # Whatever is still inside our namespaces (slurmstepd, step processes) is ours to end.
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^(${PREFIX}[0-9]+|${SWITCH_NS})$" || true); do
+  local ours="^(${PREFIX}[0-9]+|${SWITCH_NS})$"
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "$ours" || true); do
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
     ip netns del "$ns"
     rm -rf "/etc/netns/$ns"
   done
   rmdir /etc/netns 2>/dev/null || true
-  ip route show type unreachable "${SUBNET}.0/24" | grep -q . && ip route del unreachable "${SUBNET}.0/24"
+  if ip route show type unreachable "${SUBNET}.0/24" | grep -q .; then
+    ip route del unreachable "${SUBNET}.0/24"
+  fi
   rm -rf "$STATE"
   echo "slurm cluster down"
 }
