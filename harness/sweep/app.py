@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import hydra
@@ -19,7 +23,7 @@ from harness.engines.base import EngineConfigError
 from harness.engines.process import EngineStartError
 from harness.engines.weights import WeightsNotFound
 from harness.record.results import ResultsWriteError, RunDir, RunLocked, read_points, safe_name
-from harness.sweep import interrupts
+from harness.sweep import interrupts, precheck
 from harness.workloads.traces.model import TraceError
 
 log = logging.getLogger("harness")
@@ -84,6 +88,7 @@ def sweep(cfg: DictConfig) -> None:
         sc = to_sweep_config(cfg, where)
     except ConfigError as e:
         print(f"harness: {e}", file=sys.stderr)
+        _undo_start()
         raise SystemExit(2) from None
     except Exception:
         # A Ctrl-C that landed inside OmegaConf's merge can come out as another error (its
@@ -119,6 +124,7 @@ def sweep(cfg: DictConfig) -> None:
         raise _write_failed(e, run, sc.run_id) from None
     except (EngineConfigError, WeightsNotFound, ConfigError, TraceError) as e:
         print(f"harness: {e}", file=sys.stderr)
+        _undo_start()
         raise SystemExit(2) from None
     except EngineStartError as e:
         print(f"harness: engine failed to start: {e}", file=sys.stderr)
@@ -126,9 +132,76 @@ def sweep(cfg: DictConfig) -> None:
     print(f"results: {run.root}", flush=True)
 
 
+@dataclass
+class _Before:
+    """What the results directory held before this sweep started: what a refused start puts
+    back (harness.sweep.precheck: Hydra writes results/<run_id>/hydra/ before our app runs)."""
+    results_dir: Path
+    run_id: str
+    results_dir_existed: bool
+    run_existed: bool
+    latest: str | None  # where results/latest pointed
+
+
+_before: _Before | None = None
+
+
+def _note_before(results_dir: str, run_id: str) -> None:
+    global _before
+    d = Path(results_dir)
+    try:
+        latest: str | None = os.readlink(d / "latest")
+    except OSError:
+        latest = None
+    _before = _Before(d, run_id, d.exists(), os.path.lexists(d / run_id), latest)
+
+
+def _undo_start() -> None:
+    """A start refused before its first point leaves the results directory as it was: the run
+    directory it made removed (never one that existed before, nor one holding points) and
+    results/latest pointing where it did."""
+    b = _before
+    if b is None:
+        return
+    root, link = b.results_dir / b.run_id, b.results_dir / "latest"
+    if not b.run_existed and points_on_disk(RunDir(root)) == 0:
+        shutil.rmtree(root, ignore_errors=True)
+    try:
+        if os.readlink(link) == b.run_id and b.latest != b.run_id:
+            if b.latest is None:
+                os.unlink(link)
+            else:
+                _latest_link(str(b.results_dir), b.latest)
+    except OSError:
+        pass
+    if not b.results_dir_existed:
+        with contextlib.suppress(OSError):
+            b.results_dir.rmdir()  # only if empty
+
+
 def main(argv: list[str]) -> None:
-    """Run the Hydra app with argv (the arguments after `harness sweep`)."""
-    # scenarios/ sits beside recipes/ (the primary config's directory): add the repo root.
-    searchpath = f"hydra.searchpath=[file://{repo_root()}]"
-    sys.argv = ["harness sweep", *argv, searchpath]
+    """Run the Hydra app with argv (the arguments after `harness sweep`): the command line is
+    composed and checked first (harness.sweep.precheck), so a refusal writes nothing."""
+    dry = precheck.DRY_RUN in argv
+    argv = [a for a in argv if a != precheck.DRY_RUN]
+    overrides = precheck.overrides_of(argv)
+    if overrides is None:
+        if dry:
+            raise ConfigError("the command line", precheck.DRY_RUN,
+                              "--dry-run checks one sweep, not a -m sweep or a Hydra mode",
+                              "drop -m (check each choice on its own) or --cfg/--info")
+        bad = precheck.grammar_error([a for a in argv if not a.startswith("-")])
+        if bad is not None:
+            raise bad
+    else:
+        checked = precheck.check(overrides)
+        if dry:
+            try:
+                print(precheck.dry_run(checked), flush=True)
+            except EngineConfigError as e:
+                print(f"harness: {e}", file=sys.stderr)
+                raise SystemExit(2) from None
+            return
+        _note_before(checked.sc.results_dir, checked.sc.run_id)
+    sys.argv = ["harness sweep", *precheck.searchpath_merged(argv)]
     sweep()

@@ -1,0 +1,142 @@
+"""`harness sweep`'s command line composed and validated before Hydra's app runs.
+
+Hydra's app makes the run's output directory (results/<run_id>/hydra/) and writes the composed
+config there before our task function sees the config, so a refusal found there would leave a
+run directory behind. Here the same overrides are composed from the same config directory and
+search path with Hydra's compose API and checked by the same validator (to_sweep_config), so a
+bad command line is refused with nothing written; `--dry-run` stops after this check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
+from omegaconf import open_dict
+
+from harness.config.errors import ConfigError
+from harness.config.locations import repo_root
+from harness.config.schema import SweepConfig
+from harness.config.validate import Locator, to_sweep_config
+
+DRY_RUN = "--dry-run"
+# Hydra flags that make the app do something other than run the sweep (print the config, the
+# help, or its own info): the app handles those itself, so there is nothing to check here.
+OTHER_MODES = ("-h", "--help", "--hydra-help", "-c", "--cfg", "-i", "--info", "-p",
+               "--package", "-r", "--resolve", "--shell-completion", "-sc", "--version")
+MULTIRUN = ("-m", "--multirun")
+
+
+class OverrideError(ConfigError):
+    """An override Hydra cannot parse: one line, the override, the problem and the fix."""
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.problem}; fix: {self.fix}"
+
+
+@dataclass
+class Checked:
+    sc: SweepConfig
+    where: Locator
+
+
+def overrides_of(argv: list[str]) -> list[str] | None:
+    """The overrides of a command line that runs one sweep (what Hydra composes), or None when
+    Hydra does something else with it (a flag of OTHER_MODES, or a -m sweep, whose jobs Hydra's
+    sweeper expands). `--config-dir DIR` adds DIR to the search path, as in Hydra."""
+    out: list[str] = []
+    dirs: list[str] = []
+    args = iter(argv)
+    for a in args:
+        if a in OTHER_MODES or a.split("=", 1)[0] in OTHER_MODES or a in MULTIRUN:
+            return None
+        if a in ("--config-dir", "-cd"):
+            dirs.append(next(args, ""))
+        elif a.startswith("--config-dir="):
+            dirs.append(a.split("=", 1)[1])
+        elif a != DRY_RUN:
+            out.append(a)
+    return searchpath_merged(out, dirs)
+
+
+def searchpath_merged(overrides: list[str],
+                      config_dirs: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """One `hydra.searchpath` holding the user's entries (`hydra.searchpath=[...]`, then any
+    --config-dir) and the repository root (scenarios/ sits beside recipes/, the primary config
+    directory). Hydra keeps only the last `hydra.searchpath` override, so a second one of ours
+    would drop the user's."""
+    from harness.config.groups import searchpath_entries
+
+    entries: list[str] = []
+    rest = []
+    for o in overrides:
+        if o.lstrip("+").startswith("hydra.searchpath="):
+            entries += searchpath_entries(o)
+        else:
+            rest.append(o)
+    entries += [f"file://{d}" if "://" not in d else d for d in config_dirs if d]
+    entries.append(f"file://{repo_root()}")
+    return [*rest, f"hydra.searchpath=[{','.join(entries)}]"]
+
+
+def grammar_error(overrides: list[str]) -> ConfigError | None:
+    """An override Hydra's grammar rejects (`concurrency=[1,2`): the override, the problem and
+    the fix, instead of Hydra's parser message, a link and exit 1."""
+    parser = OverridesParser.create()
+    for o in overrides:
+        try:
+            parser.parse_overrides([o])
+        except OverrideParseException as e:
+            problem = " ".join(str(e).split("See https://")[0].split())
+            key = o.lstrip("+~").split("=", 1)[0]
+            shown = o[2:] if o.startswith("++") else o  # `++` is the CLI's, not the user's
+            return OverrideError(
+                f"the command-line override '{shown}'", key,
+                f"Hydra's override grammar rejects it ({problem})",
+                f"close every bracket and quote ({key}=[1,2,4]), and quote a value with "
+                f"spaces, commas or brackets ('{key}=\"a, b\"')")
+    return None
+
+
+def check(overrides: list[str]) -> Checked:
+    """Compose `sweep` with the overrides and validate it: the SweepConfig, or a ConfigError."""
+    bad = grammar_error(overrides)
+    if bad is not None:
+        raise bad
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(repo_root() / "recipes"), version_base=None,
+                                   job_name="app"):
+            cfg = compose("sweep", overrides=overrides, return_hydra_config=True)
+        choices = dict(cfg.hydra.runtime.choices)
+        with open_dict(cfg):
+            del cfg["hydra"]
+    finally:
+        GlobalHydra.instance().clear()
+    where = Locator(choices, [o for o in overrides if not o.lstrip("+~").startswith("hydra")])
+    return Checked(to_sweep_config(cfg, where), where)
+
+
+def dry_run(checked: Checked) -> str:
+    """What `--dry-run` checks beyond the config: every launch the recipe makes, its acceptance
+    plan and the engine adapter's own refusals (each cheap, none starts anything). The line it
+    prints."""
+    from harness.config.launches import launches
+    from harness.engines.registry import adapter_class
+    from harness.engines.workspace import check_workspace
+    from harness.spec import acceptance
+
+    sc, where = checked.sc, checked.where
+    points = 0
+    runs = launches(sc)
+    for launch in runs:
+        acceptance.resolve(launch.sc, bool(sc.engine.can_inject_acceptance),
+                           where("speculator.acceptance.mode"))
+        adapter_class(launch.sc.engine.kind).check(launch.sc, where)
+        if launch.sc.engine.kind != "endpoint":
+            check_workspace(launch.sc, where)
+        points += len(launch.sc.concurrency)
+    return (f"dry run: the config composes and validates ({len(runs)} engine launches, "
+            f"{points} points); nothing was started or written")
