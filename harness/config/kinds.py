@@ -20,5 +20,10 @@ SAMPLING_ENGINES = ("vllm", "endpoint")
 # AIPERF_HTTP_X_SMG_ROUTING_KEY_FROM_CORRELATION_ID (off by default; SemiAnalysisAI/
 # agentx-harness:src/aiperf/common/environment.py@de0e17de8b88e6736446e5b03d4e2305271638ce
 # `_HTTPSettings`, set in `build_headers` of src/aiperf/transports/base_transports.py
-# @70af1f538695fb51f612710ce55a728f389a4ead).
-CORRELATION_HEADERS = ("X-Session-ID", "X-SMG-Routing-Key")
+# @70af1f538695fb51f612710ce55a728f389a4ead). X-Dynamo-Session-ID is PyPI aiperf 0.13.0's
+# AIPERF_HTTP_X_DYNAMO_SESSION_ID_FROM_CORRELATION_ID (off by default; aiperf/common/
+# environment.py, aiperf/transports/base_transports.py `build_headers`): the request's
+# X-Correlation-ID, and on a sub-agent's requests X-Dynamo-Parent-Session-ID, the id of the
+# session that spawned it (DYNAMO_PARENT_HEADER; harness.workloads.replay_sessions).
+CORRELATION_HEADERS = ("X-Session-ID", "X-SMG-Routing-Key", "X-Dynamo-Session-ID")
+DYNAMO_SESSION_HEADER, DYNAMO_PARENT_HEADER = "X-Dynamo-Session-ID", "X-Dynamo-Parent-Session-ID"

@@ -12,6 +12,9 @@ X-Session-Affinity the same value, `AIPERF_HTTP_X_SESSION_AFFINITY_FROM_CORRELAT
 defaulting to true). The routing headers of `correlation_headers` (X-Session-ID,
 X-SMG-Routing-Key) carry the request's X-Correlation-ID too, as AIPerf's `build_headers` adds
 them when InferenceX's DP rows export their switches (harness.config.kinds.CORRELATION_HEADERS).
+X-Dynamo-Session-ID in `correlation_headers` is aiperf 0.13.0's Dynamo switch: the request's
+X-Correlation-ID on every request, and X-Dynamo-Parent-Session-ID, the spawning session's
+X-Correlation-ID (its `parent_correlation_id`), on a sub-agent's requests only.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.config.kinds import DYNAMO_PARENT_HEADER, DYNAMO_SESSION_HEADER
 
 # shared: one sequential sampler across lanes (upstream) | per_lane: a lane moves to the
 # trace after its own (this harness's earlier rule)
@@ -85,9 +90,14 @@ class SessionIds:
     def request(self, stream: str) -> tuple[dict[str, str], dict[str, Any]]:
         """One request's headers and the tags that record them (the AIPerf export reads them)."""
         rid, cid = str(uuid.uuid4()), self.of(stream)
+        # every stream but the root's is spawned by the root (replay_plan: one level of
+        # sub-agents, and the root's own parallel chains)
+        parent = self.root if stream else None
         headers = {"X-Request-ID": rid, "X-Correlation-ID": cid,
                    "X-Session-Affinity": self.root if self.affinity == "tree" else cid,
                    **dict.fromkeys(self.routing, cid)}
+        if DYNAMO_SESSION_HEADER in self.routing and parent is not None:
+            headers[DYNAMO_PARENT_HEADER] = parent
         tags = {"x_request_id": rid, "x_correlation_id": cid, "root_correlation_id": self.root,
-                "parent_correlation_id": self.root if stream else None}
+                "parent_correlation_id": parent}
         return headers, tags
