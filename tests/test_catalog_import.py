@@ -233,3 +233,24 @@ def test_rewrite_without_capturing_keeps_every_key(imported, tmp_path: Path) -> 
     doc = json.loads((copy / "captured" / "toy-fp8-mi300x-sglang.json").read_text())
     assert doc["launches"][0]["client_settings"]["chat_template"] is True
     assert doc["launches"][0]["client_unhonoured"] == []
+
+
+@needs_sandbox
+def test_the_sandbox_does_not_see_the_hosts_tmp(tmp_path: Path) -> None:
+    """What the host left in /tmp (upstream's run_aiperf makes /tmp/aiperf-venv, and a script
+    that finds it skips its install) is not there inside; the records and a kept stand-in
+    directory are, and nothing written to /tmp inside reaches the host."""
+    left = tmp_path / "aiperf-venv"
+    left.mkdir()
+    kept = tmp_path / "standins"
+    kept.mkdir()
+    (kept / "tool").write_text("kept")
+    box = Sandbox(MINI, keep=(kept,))
+    try:
+        run = box.run(f"test ! -e {left} && test \"$(cat {kept}/tool)\" = kept && "
+                      f"test -d {box.base / 'rec'} && touch {tmp_path}/inside",
+                      {"PATH": "/usr/bin:/bin"}, 10)
+    finally:
+        box.close()
+    assert (run.finished_by, run.exit_code) == ("exit", 0), run.output
+    assert not (tmp_path / "inside").exists()

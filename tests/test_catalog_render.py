@@ -6,7 +6,9 @@ fixtures.py) and for every shipped capture in recipes/recipe/captured/ (the impo
 
 What the adapters add on purpose, and so is taken out before comparing: SGLang's
 `--enable-metrics` (the counters that verify acceptance) and TensorRT-LLM's metrics keys in its
-YAML (harness/engines/trtllm.py METRICS_OPTIONS)."""
+YAML (harness/engines/trtllm.py METRICS_OPTIONS). A path the runner staged a checkpoint or draft
+at is compared as the repository it holds (harness/catalog/local_paths.py localize); a key whose
+launch names a machine path with no such spelling ships no recipe (REFUSED)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ import yaml
 
 from harness.catalog.compare import argv_changes, env_changes
 from harness.catalog.diff import diff_text
+from harness.catalog.local_paths import localize
+from harness.catalog.multinode import CatalogError
 from harness.catalog.recipe_writer import (
     catalog_to_recipe,
     server_setup,
@@ -33,6 +37,10 @@ RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "recipe"
 CAPTURED = RECIPES / "captured"
 SHIPPED = sorted(p for p in CAPTURED.glob("*.json")) if CAPTURED.is_dir() else []
 ADDED_FLAGS = {"sglang": [("--enable-metrics",)]}
+# Keys whose server reads a file inside the runner's staged checkpoint
+# (`--chat_template $MODEL_PATH/chat_template.jinja`, minimaxm3_fp4_b*_trt_mtp.sh@843c6254):
+# the importer refuses them rather than ship /scratch paths.
+REFUSED = {"minimaxm3-fp4-b200-trtllm-agentic-mtp", "minimaxm3-fp4-b300-trtllm-agentic-mtp"}
 
 
 def _ident(tp: Any, ep: Any, dpa: Any, conc: Any, kv: Any = "none", spec: Any = True
@@ -74,7 +82,7 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
             by_id[_ident(t["tp"], t["ep"], t["dp_attention"], c, r["kv_offload"]["backend"],
                          r["speculator"]["method"] != "none")] = r
     problems: list[str] = []
-    ok = [c for c in launches if usable(c)]
+    ok = [localize(c) for c in launches if usable(c)]
     for cap in ok:
         job = cap.get("job") or {}
         lid = _ident(job.get("tp", 1), job.get("ep", 1), job.get("dp-attn", False), cap["conc"],
@@ -181,6 +189,11 @@ def test_every_shipped_capture_renders_back(path: Path) -> None:
     if doc.get("kind") == "multinode" or not any(usable(c) for c in doc.get("launches") or []):
         pytest.skip(f"{doc['key']}: {doc.get('reason') or 'nothing captured'}")
     shipped = RECIPES / f"{doc['key']}.yaml"
+    if doc["key"] in REFUSED:
+        with pytest.raises(CatalogError, match=rf"^{doc['key']}: .*paths of the machine .*/"):
+            catalog_to_recipe(doc["launches"], doc["entry"], doc["key"], doc["commit"])
+        assert not shipped.exists()
+        return
     assert shipped.is_file(), f"{shipped}: no recipe for a captured key; run harness catalog import"
     recipe = yaml.safe_load(shipped.read_text())
     # the shipped file is what the importer writes from these captures (nothing hand-edited)

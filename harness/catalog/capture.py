@@ -125,10 +125,11 @@ def capture_job(checkout: Path, commit: str, mk: MasterKey, row: dict[str, Any],
         "status": "failed", "reason": ""}
     inputs = job_inputs(checkout, job, agentic)
     env, step = launch_step(checkout, inputs, node)
-    box = Sandbox(checkout)
+    box = Sandbox(checkout, keep=(bindirs,) if bindirs is not None else ())
     try:
         if bindirs is None:
             bindirs = build_bindirs(box.base / "bin")
+            box.keep = (bindirs.resolve(),)
         bindir = bindirs / vendor_of(mk.runner)
         env.update({"PATH": str(bindir), "CAPTURE_RECORD_DIR": str(box.base / "rec"),
                     "CAPTURE_BOUND_S": str(bound_s), "PYTHONCOERCECLOCALE": "0",

@@ -19,7 +19,10 @@ from typing import Any
 
 import yaml
 
+from harness.catalog.checkpoints import captured_model, precision_for
+from harness.catalog.client_recipe import client_recipe
 from harness.catalog.client_settings import client_settings
+from harness.catalog.local_paths import localize, shipped_local_paths
 from harness.catalog.multinode import (
     AGENTIC_SCENARIO,
     FIXED_SCENARIO,
@@ -317,7 +320,7 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
                       "configs/amd-master.yaml" if "mi3" in str(e.get("runner"))
                       else "configs/nvidia-master.yaml")
         return attach_recipe(e, key, commit, master)
-    ok = [c for c in captures if usable(c)]
+    ok = [localize(c) for c in captures if usable(c)]
     if not ok:
         raise CatalogError(f"{key}: no launch was captured")
     engine = ENGINE_OF.get(str(e.get("framework")))
@@ -354,7 +357,13 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
                                    [*split[0][0], *(t for g in common for t in g)]}
     if common_setup:
         engine_node["setup"] = common_setup
-    return _recipe(e, key, commit, ok, engine, scenario, spec, first, engine_node, rows)
+    doc = _recipe(e, key, commit, ok, engine, scenario, spec, first, engine_node, rows)
+    left = sorted(set(shipped_local_paths(doc)))
+    if left:
+        raise CatalogError(f"{key}: its launch names paths of the machine it ran on "
+                           f"({', '.join(left)}) with no Hugging Face id to stand for them; "
+                           "no recipe is written")
+    return doc
 
 
 def _recipe(e: dict, key: str, commit: str, ok: list[dict], engine: str, scenario: str,
@@ -363,18 +372,22 @@ def _recipe(e: dict, key: str, commit: str, ok: list[dict], engine: str, scenari
     """The recipe document: defaults, provenance, engine node and rows."""
     scripts = sorted({str(c.get("script")) for c in ok})
     prefix = str(e.get("model-prefix"))
+    model = MODEL_RECIPE.get(prefix, prefix)
+    precision = precision_for(key, model, captured_model(key, ok, str(e.get("model") or "")),
+                              str(e.get("precision")))
     return {
-        "defaults": [{"override /model": MODEL_RECIPE.get(prefix, prefix)},
+        "defaults": [{"override /model": model},
                      {"override /chip": chip_of(str(e.get("runner")))},
                      {"override /engine": engine},
                      {"override /speculator": first["method"] if first else
                       ("mtp" if spec else "none")},
                      {"override /scenarios": scenario}],
-        "precision": str(e.get("precision")),
+        "precision": precision,
         **({"speculator": _speculator_node(first)} if first else {}),
         "recipe_source": f"SemiAnalysisAI/InferenceX@{commit} {ok[0].get('master')} key {key} "
                          f"script {' '.join(scripts)}",
         "relaunch_per_concurrency": True,
+        **client_recipe(key, ok),
         "engine": engine_node,
         "search_space": rows,
     }

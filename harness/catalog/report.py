@@ -113,9 +113,13 @@ def _client_md(results: list[Any]) -> list[str]:
 
 
 def render(state: Any, results: list[Any], checkout: str) -> str:
+    # Where the clone lay and its local branch names are the importing host's, not facts
+    # about upstream: the report names the commit, whether the tree was clean and whether the
+    # commit is on upstream's main.
+    on_main = any(b in ("main", "origin/main") for b in state.branches)
     lines = [f"# InferenceX catalog import: SemiAnalysisAI/InferenceX@{state.commit}", "",
-             f"Checkout: `{checkout}`; branches containing the commit: "
-             f"{', '.join(state.branches) or 'none'}.", ""]
+             f"Captured from a {'modified' if state.dirty else 'clean'} checkout of that commit"
+             f"{', which is on upstream main' if on_main else ''}.", ""]
     lines += [f"**Note:** {n}." for n in state.notes()]
     lines += ["", "## Coverage", "", *_coverage_md(results), "", "## Not captured, and why", "",
               *_failures_md(results), "## Setup steps the scripts run before the server", "",

@@ -2,8 +2,10 @@
 overlay of / (every write lands in a temp dir), the checkout overlaid at /workspace (where the
 runner launchers mount it in the container), private mount and PID namespaces (killing the
 sandbox ends every process it started, background servers included) and a clean environment.
-Nothing the script writes, installs or patches reaches the real filesystem. The sandbox also
-plays a GPU node's host for the probes scripts make (_fake_host)."""
+Nothing the script writes, installs or patches reaches the real filesystem. /tmp is a fresh
+tmpfs: what the host left there (upstream's own `run_aiperf` makes /tmp/aiperf-venv) must not
+change what a script does; only the sandbox's records and the stand-in PATH (`keep`) are bound
+into it. The sandbox also plays a GPU node's host for the probes scripts make (_fake_host)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,10 @@ mount -t proc proc "$B/m/proc"
 mkdir -p "$B/m/workspace"
 mount -t overlay overlay \
   -o "lowerdir=$CAPTURE_CHECKOUT,upperdir=$B/wu,workdir=$B/ww" "$B/m/workspace"
-mount --bind "$B/rec" "$B/m$B/rec"
+mount -t tmpfs -o size=64G tmpfs "$B/m/tmp"
+for d in "$B/rec" $CAPTURE_KEEP; do
+  mkdir -p "$B/m$d" && mount --bind "$d" "$B/m$d"
+done
 exec chroot "$B/m" "$@"
 """
 
@@ -42,8 +47,9 @@ class SandboxRun:
 class Sandbox:
     """A temp directory holding one run's overlay layers, stand-in PATH and records."""
 
-    def __init__(self, checkout: Path) -> None:
+    def __init__(self, checkout: Path, keep: tuple[Path, ...] = ()) -> None:
         self.checkout = checkout.resolve()
+        self.keep = tuple(p.resolve() for p in keep)  # host directories the sandbox must see
         self.base = Path(tempfile.mkdtemp(prefix="ix-capture-"))
         for d in ("u", "w", "m", "wu", "ww", "rec"):
             (self.base / d).mkdir()
@@ -67,7 +73,8 @@ class Sandbox:
         if os.geteuid() != 0:
             unshare.insert(1, "-r")
         host_env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "CAPTURE_SANDBOX": str(self.base),
-                    "CAPTURE_CHECKOUT": str(self.checkout)}
+                    "CAPTURE_CHECKOUT": str(self.checkout),
+                    "CAPTURE_KEEP": " ".join(str(p) for p in self.keep)}
         log = self.base / "output.log"
         with log.open("wb") as out:
             proc = subprocess.Popen([*unshare, "sh", "-c", SETUP, "sh", *argv], env=host_env,
