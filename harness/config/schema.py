@@ -368,6 +368,11 @@ class ValidityConfig:
     host: str = "invalid"
     host_foreign_cpu_max: float = 0.2  # cores used by processes outside ours, window mean
     host_steal_max: float = 0.05  # the hypervisor's steal, share of CPU time
+    # Completed requests a point needs for the percentiles its kind reports (fixed: p90,
+    # agentic: AgentX's p95): invalid | warn (kept, marked sample_warning) | off
+    sample: str = "warn"
+    min_sample_fixed: int = 10
+    min_sample_agentic: int = 20
 
 
 @dataclass
