@@ -93,3 +93,37 @@ def test_coalesced_reply_tpot_zero_is_left_out_as_agentx_drops_it() -> None:
     # fixed-sequence points keep TPOT 0, as vLLM's benchmark_serving does
     kept = point_metrics(recs, duration_s=1.0, gpus=GpuCount(1))
     assert kept["p90_intvty"] != pytest.approx(m["p90_intvty"])
+
+
+def test_a_percentile_is_held_only_by_a_sample_with_a_value_beyond_it() -> None:
+    from harness.record.metrics import needed_for, unheld_stats
+
+    assert [needed_for(q) for q in (50, 75, 90, 95, 99, 99.9)] == [2, 4, 10, 20, 100, 1000]
+    assert unheld_stats(10) == {"p95": 20, "p99": 100, "p99.9": 1000}
+    assert unheld_stats(1000) == {}
+    # The reason: below 1 / (1 - q) values, "p99.9" is the sample's maximum, give or take.
+    x = np.arange(10.0)
+    assert np.percentile(x, 99.9) > np.percentile(x, 99) > 8.9
+
+
+def test_a_point_says_which_of_its_percentiles_its_sample_does_not_hold() -> None:
+    recs = [_rec(float(i), [i + 0.1, i + 0.2, i + 0.3], completion=3) for i in range(10)]
+    m = point_metrics(recs, duration_s=10.0, gpus=GpuCount(1))
+    assert m["stats_sample"] == {"ttft": 10, "tpot": 10, "itl": 20, "e2el": 10}
+    assert m["stats_unheld"]["ttft"] == {"p95": 20, "p99": 100, "p99.9": 1000}
+    assert m["stats_unheld"]["itl"] == {"p99": 100, "p99.9": 1000}  # 20 gaps hold p95
+    assert not math.isnan(m["p99_ttft"])  # still computed: InferenceX's rows carry it
+
+
+def test_the_sample_rule_per_point_kind() -> None:
+    from harness.record.validity import ValiditySettings, judge, sample_facts, sample_rules
+
+    recs = [_rec(float(i), [i + 0.1, i + 0.2], completion=2) for i in range(12)]
+    m = point_metrics(recs, duration_s=12.0, gpus=GpuCount(1))
+    assert judge(sample_rules(m, "fixed", ValiditySettings(sample="invalid"))).valid
+    strict = judge(sample_rules(m, "agentic", ValiditySettings(sample="invalid")))
+    assert not strict.valid and ">= 20" in strict.reasons[0]
+    assert "ttft p95 needs >= 20 values, has 12" in strict.reasons[0]
+    warned = sample_rules(m, "agentic", ValiditySettings())  # the default: warn
+    assert judge(warned).valid and "kept" in sample_facts(warned)["sample_warning"]
+    assert sample_rules(m, "agentic", ValiditySettings(sample="off")) == []

@@ -70,6 +70,39 @@ def summarize(values: Sequence[float] | np.ndarray, name: str) -> dict[str, floa
     return {f"{s}_{name}": out[f"{s}_{name}"] for s in STATS}
 
 
+# A percentile q is held by a sample of n when at least MIN_TAIL of its values lie beyond it:
+# n >= MIN_TAIL / (1 - q). Below that the "percentile" is an interpolation towards the sample's
+# maximum, not an estimate of q (a p99.9 of 10 requests is their largest, give or take).
+MIN_TAIL = 1
+
+
+def needed_for(q: float, min_tail: int = MIN_TAIL) -> int:
+    """The smallest sample that holds percentile `q` (0-100): p50 2, p90 10, p99 100,
+    p99.9 1000."""
+    return math.ceil(min_tail / (1.0 - q / 100.0) - 1e-9)
+
+
+def unheld_stats(n: int, min_tail: int = MIN_TAIL) -> dict[str, int]:
+    """STATS percentiles a sample of `n` does not hold, each with the sample it needs."""
+    return {s: k for s, q in STATS.items() if q is not None
+            and n < (k := needed_for(q, min_tail))}
+
+
+def sample_support(sizes: dict[str, int], min_tail: int = MIN_TAIL) -> dict[str, object]:
+    """Per latency family (its sample size), the percentiles reported beyond what the sample
+    holds, as `stats_unheld` ({"ttft": {"p99": 100, "p99.9": 1000}}: needs 100 and 1000
+    values; empty when every percentile is held) and `stats_sample` (the sizes)."""
+    unheld = {fam: u for fam, n in sizes.items() if (u := unheld_stats(n, min_tail))}
+    return {"stats_sample": dict(sizes), "stats_unheld": unheld}
+
+
+def unheld_text(unheld: dict[str, dict[str, int]], sizes: dict[str, int]) -> list[str]:
+    """What each family's sample is missing, for people ("ttft p99 needs >= 100 values, has
+    10")."""
+    return [f"{fam} {s} needs >= {k} values, has {sizes.get(fam, 0)}"
+            for fam, by in unheld.items() for s, k in by.items()]
+
+
 def ttft(r: RequestRecord) -> float:
     """Time to first token: first content-bearing chunk minus send time."""
     return r.first_token_ts - r.send_ts
@@ -151,6 +184,8 @@ def point_metrics(
     out.update(summarize(tpots, "tpot"))
     out.update(summarize(gaps, "itl"))
     out.update(summarize(e2els, "e2el"))
+    support = sample_support({"ttft": int(ttfts.size), "tpot": int(tpots.size),
+                              "itl": int(gaps.size), "e2el": int(e2els.size)})
     # Interactivity (tok/s/user) = 1 / TPOT at the same statistic.
     for s in INTVTY_STATS:
         t = out[f"{s}_tpot"]
@@ -163,7 +198,7 @@ def point_metrics(
     out["total_output_tokens"] = out_tok
     out["cached_prompt_tokens"] = sum(max(r.cached_tokens, 0) for r in done)
     out.update(throughput(in_tok, out_tok, len(done), duration_s, gpus))
-    return out
+    return {**out, **support}  # type: ignore[dict-item]
 
 
 def e2e_normalized_interactivity(done: Sequence[RequestRecord]) -> dict[str, float]:

@@ -97,6 +97,12 @@ class ValiditySettings:
     host: str = "invalid"
     host_foreign_cpu_max: float = 0.2
     host_steal_max: float = 0.05
+    # The fewest completed requests a point of each kind needs for the percentiles it reports
+    # (harness.record.metrics.needed_for): fixed-sequence p90 (10), agentic p95 (AgentX's
+    # aggregates, 20). "invalid" | "warn" (kept, marked `sample_warning`) | "off".
+    sample: str = "warn"
+    min_sample_fixed: int = 10
+    min_sample_agentic: int = 20
 
 
 def settings_for(sc: SweepConfig) -> ValiditySettings:
@@ -135,8 +141,14 @@ def host_settings(sc: SweepConfig) -> dict[str, Any]:
             raise ConfigError("the config", f"validity.{key}",
                               f"must be >= 0, got {getattr(v, key)}",
                               f"set validity.{key}={getattr(ValiditySettings, key)}")
-    return {"host": v.host, "host_foreign_cpu_max": float(v.host_foreign_cpu_max),
-            "host_steal_max": float(v.host_steal_max)}
+    out: dict[str, Any] = {"host": v.host, "host_foreign_cpu_max": float(v.host_foreign_cpu_max),
+                           "host_steal_max": float(v.host_steal_max)}
+    if v.sample not in HOST_MODES:
+        raise ConfigError("the config", "validity.sample", f"unknown mode {v.sample!r}",
+                          f"set validity.sample to one of {', '.join(HOST_MODES)}")
+    out.update(sample=v.sample, min_sample_fixed=int(v.min_sample_fixed),
+               min_sample_agentic=int(v.min_sample_agentic))
+    return out
 
 
 # ---- rules on any point ---------------------------------------------------------------------
@@ -326,6 +338,34 @@ def gpu_clock_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
                  f"readings{kept}" if not ok else "no thermal or hardware slowdown",
                  "let the GPU cool or fix its cooling/power delivery, then resume the run; "
                  "validity.host=warn keeps such points with a mark")]
+
+
+def sample_rules(m: Mapping[str, Any], kind: str, s: ValiditySettings) -> list[Rule]:
+    """A point must hold the percentiles its kind reports: at least `min_sample_<kind>`
+    completed requests. With `validity.sample=warn` (the default) it passes and says so
+    (`sample_facts`); `invalid` fails the point."""
+    if s.sample == "off":
+        return []
+    from harness.record.metrics import unheld_text
+
+    need = s.min_sample_agentic if kind == "agentic" else s.min_sample_fixed
+    n = int(m.get("num_completed") or 0)
+    ok = n >= need
+    unheld = unheld_text(m.get("stats_unheld") or {}, m.get("stats_sample") or {})
+    msg = (f"{n} completed requests: the {kind} point's percentiles need >= {need}"
+           + (f" ({'; '.join(unheld[:3])})" if unheld else ""))
+    if not ok and s.sample == "warn":
+        msg += " (kept: validity.sample=warn)"
+    return [Rule("sample_size", ok or s.sample == "warn", n, f">= {need} completed requests",
+                 msg, "raise scenario.requests_per_conc (fixed) or measure longer "
+                 "(agentic: scenario.min_measured_s)")]
+
+
+def sample_facts(rules: Iterable[Rule]) -> dict[str, Any]:
+    """`sample_warning` on a point kept with too few requests for its percentiles."""
+    seen = [r.message for r in rules
+            if r.name == "sample_size" and "(kept: validity.sample=warn)" in r.message]
+    return {"sample_warning": seen[0]} if seen else {}
 
 
 def host_facts(rules: Iterable[Rule], s: ValiditySettings) -> dict[str, Any]:
