@@ -94,7 +94,8 @@ def test_proc_stat_arithmetic() -> None:
     text = "cpu  100 20 30 800 10 5 5 30 7 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n"
     c = host.read_cpu_times(text)
     tick = host.TICK_S
-    assert math.isclose(c.busy, 160 * tick) and math.isclose(c.steal, 30 * tick)
+    assert math.isclose(c.busy, 150 * tick) and math.isclose(c.irq, 10 * tick)
+    assert math.isclose(c.steal, 30 * tick)
     assert math.isclose(c.total, 1000 * tick)  # guest (7) is inside user already
     real = host.read_cpu_times()
     assert real.total >= real.busy + real.steal > 0
@@ -109,14 +110,14 @@ def test_a_comm_with_spaces_and_parentheses_parses() -> None:
 
 
 def test_window_figures_prorate_readings_at_the_edges() -> None:
-    r = [host.HostReading(0.0, 1.0, busy_s=1.0, steal_s=0.1, total_s=2.0, ours_s=0.5,
+    r = [host.HostReading(0.0, 1.0, busy_s=1.0, irq_s=0.0, steal_s=0.1, total_s=2.0, ours_s=0.5,
                           procs_s=0.4, kernel_s=0.0, top=((9, "x", 0.4),)),
-         host.HostReading(1.0, 2.0, busy_s=2.0, steal_s=0.0, total_s=2.0, ours_s=0.0,
+         host.HostReading(1.0, 2.0, busy_s=2.0, irq_s=0.3, steal_s=0.0, total_s=2.0, ours_s=0.0,
                           procs_s=2.0, kernel_s=0.0, top=((9, "x", 2.0),))]
     f = host.window_figures(r, 0.5, 2.0)  # half of the first, all of the second
     assert math.isclose(f.covered_s, 1.5)
     assert math.isclose(f.foreign_cores, (0.5 * 0.5 + 2.0) / 1.5)
-    assert math.isclose(f.steal_share, 0.05 / 3.0)
+    assert math.isclose(f.steal_share, 0.05 / 3.0) and math.isclose(f.irq_cores, 0.2)
     assert f.top[0][:2] == (9, "x") and math.isclose(f.top[0][2], 2.2 / 1.5)
     assert host.window_figures([], 0.0, 1.0).covered_s == 0.0
 
