@@ -93,8 +93,13 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
             continue
         srv = cap["server"]
         argv = _strip_added(r["engine"], r["argv"], srv["argv"])
+        # a checkout file is the same file on both sides: engine.workspace mounts the
+        # recipe's commit at /workspace, where upstream's container has it
+        checkout = {p: t for p, t in (srv.get("files") or {}).items()
+                    if p.startswith("/workspace/")}
         problems += [f"{key} {lid} argv {x}" for x in
-                     argv_changes(srv["argv"], argv, srv.get("files") or {}, r["files"])]
+                     argv_changes(srv["argv"], argv, srv.get("files") or {},
+                                  {**checkout, **r["files"]})]
         problems += [f"{key} {lid} env {x}" for x in
                      env_changes(srv.get("env_added") or {}, r["env"])]
         want_files = [{k: v for k, v in (yaml.safe_load(t) or {}).items()

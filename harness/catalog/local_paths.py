@@ -12,6 +12,7 @@ repository; `shipped_local_paths` finds any that is left (a file inside a staged
 from __future__ import annotations
 
 import copy
+import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -61,16 +62,39 @@ def _walk(node: Any, paths: Mapping[str, str]) -> Any:
     return node
 
 
+def _absolute(server: dict[str, Any]) -> None:
+    """A server argument naming a file the server reads by a path relative to the script's
+    working directory (upstream's /workspace, `--chat-template benchmarks/single_node/
+    fixed_seq_len/../chat_templates/deepseek_v4_thinking.jinja`) as that file's absolute path:
+    the harness's container starts elsewhere (/launch) and mounts the checkout at /workspace."""
+    cwd, files = str(server.get("cwd") or ""), server.get("files") or {}
+    if not cwd.startswith("/") or not files:
+        return
+
+    def one(tok: str) -> str:
+        if not tok or tok.startswith(("/", "-", "{")):
+            return tok
+        full = posixpath.normpath(posixpath.join(cwd, tok))
+        return full if full in files else tok
+
+    argv = []
+    for tok in server.get("argv") or []:
+        flag, eq, val = tok.partition("=")
+        argv.append(f"{flag}={one(val)}" if tok.startswith("-") and eq else one(tok))
+    server["argv"] = argv
+
+
 def localize(c: Mapping[str, Any]) -> dict[str, Any]:
     """The capture with every staged path in its server, helpers and client replaced by the
-    repository it holds (env_in, the launcher's, is kept: its MODEL_PATH is {model})."""
+    repository it holds (env_in, the launcher's, is kept: its MODEL_PATH is {model}), and the
+    server's relative paths to files it reads made absolute."""
     out = copy.deepcopy(dict(c))
     paths = staged(c)
-    if not paths:
-        return out
     for part in ("server", "helpers", "client"):
-        if out.get(part) is not None:
+        if paths and out.get(part) is not None:
             out[part] = _walk(out[part], paths)
+    if out.get("server"):
+        _absolute(out["server"])
     return out
 
 
