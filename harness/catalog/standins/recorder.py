@@ -53,10 +53,13 @@ def record(role: str, argv: list[str], **extra: object) -> None:
 
 
 def referenced_files(argv: list[str]) -> dict[str, str]:
-    """Files the server's argv names (`--extra_llm_api_options=x.yml`, `--config y.yaml`),
-    read at server start: the script wrote them (heredocs) just before."""
+    """Files the server's argv names (`--extra_llm_api_options=x.yml`, `--config y.yaml`) or
+    its environment points at (`MOONCAKE_CONFIG_PATH=/workspace/results/mooncake_config.json`,
+    minimaxm3_fp8_h200_mtp.sh@843c6254), read at server start: the script wrote them
+    (heredocs) just before."""
     out: dict[str, str] = {}
-    for tok in argv[1:]:
+    env_paths = [v for v in os.environ.values() if os.path.isabs(v)]
+    for tok in [*argv[1:], *env_paths]:
         for cand in (tok, tok.split("=", 1)[-1]):
             if not cand.endswith(FILE_SUFFIXES) or len(cand) > 4096:
                 continue
