@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.record.validity import ValiditySettings, gpu_clock_rules, host_facts, judge
+from harness.record.bench_rules import gpu_clock_rules, host_facts
+from harness.record.validity import ValiditySettings, judge
 from harness.telemetry import clocks, nvidia_smi
 from harness.testing.gpu_clocks_emulator import install
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.record.validity import ValiditySettings, host_facts, host_rules, judge
+from harness.record.bench_rules import bench_rules, host_facts, host_rules
+from harness.record.validity import ValiditySettings, judge
 from harness.telemetry import host
 
 pytestmark = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")
@@ -77,8 +78,12 @@ def test_a_busy_process_outside_our_trees_is_foreign_and_our_own_child_is_not() 
     top = dict(((pid, comm), cores) for pid, comm, cores in f.top)
     assert any(pid == foreign and abs(c - foreign_cores) < 0.25 for (pid, _), c in top.items())
     # ...and the rule, fed this window, calls the point disturbed and names the process.
-    rules = host_rules(f.fields(), ValiditySettings(host_foreign_cpu_max=0.1))
+    figures = host.point_figures(h, [], t0, t1)
+    assert figures["host_foreign_cpu"] == f.foreign_cores
+    rules, marks = bench_rules(figures, {"num_completed": 10}, "fixed",
+                               ValiditySettings(host_foreign_cpu_max=0.1))
     v = judge(rules)
+    assert marks == {}
     assert not v.valid and "host_foreign_cpu" in {r.name for r in v.failed}
     assert f"pid {foreign}" in v.reasons[0]
 

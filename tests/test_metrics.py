@@ -116,7 +116,8 @@ def test_a_point_says_which_of_its_percentiles_its_sample_does_not_hold() -> Non
 
 
 def test_the_sample_rule_per_point_kind() -> None:
-    from harness.record.validity import ValiditySettings, judge, sample_facts, sample_rules
+    from harness.record.bench_rules import sample_facts, sample_rules
+    from harness.record.validity import ValiditySettings, judge
 
     recs = [_rec(float(i), [i + 0.1, i + 0.2], completion=2) for i in range(12)]
     m = point_metrics(recs, duration_s=12.0, gpus=GpuCount(1))

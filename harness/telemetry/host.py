@@ -307,3 +307,18 @@ def series_rows(readings: Iterable[HostReading], t0: float) -> list[tuple[float,
 def available() -> str:
     """Why the host cannot be sampled here, or ''."""
     return "" if (PROC / "stat").exists() else "no /proc/stat (not Linux)"
+
+
+def point_figures(host: HostSampler | None, gpu_readings: Sequence[object], start: float,
+                  end: float, devices: Sequence[str] = ()) -> dict[str, object]:
+    """Everything the host and the accelerator's clocks say about one point's window, as the
+    point's `host_*` and `gpu_*` fields (what harness.record.bench_rules.bench_rules judges)."""
+    from harness.telemetry.clocks import clock_figures
+
+    out: dict[str, object] = {}
+    if host is not None:
+        out.update(window_figures(host.readings, start, end).fields())
+        if host.errors:
+            out["host_note"] = f"{host.errors} sampler error(s), last: {host.last_error}"
+    out.update(clock_figures(gpu_readings, start, end, devices))  # type: ignore[arg-type]
+    return out

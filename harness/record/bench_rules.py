@@ -1,0 +1,102 @@
+"""The bench's rules on a point, beside the client's (harness.record.validity): the host
+(foreign CPU, steal), the accelerator's clocks, and whether the sample holds the percentiles
+the point reports (docs/host.md). Pure functions of a point's figures and `ValiditySettings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.record.validity import Rule, ValiditySettings, _finite, _num, _pct
+
+_HOST_REMEDY = ("measure on a quiet host: stop the processes named in host_foreign_top (or "
+                "move them off this machine), then resume the run; validity.host=warn keeps "
+                "such points with a mark")
+
+
+def host_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+    """The host must not have disturbed the point: CPU taken by processes outside ours, and the
+    hypervisor's steal (harness.telemetry.host.HostFigures.fields). Nothing when the host was
+    not sampled or `validity.host=off`; with `warn` the rules pass and say what they saw
+    (`host_warning` marks the point: `host_facts`)."""
+    if s.host == "off" or not _num(f.get("host_covered_s")) > 0:
+        return []
+    foreign, steal = _num(f.get("host_foreign_cpu")), _num(f.get("host_steal_share"))
+    top = ", ".join(f.get("host_foreign_top") or []) or "no process named"
+    kept = " (kept: validity.host=warn)" if s.host == "warn" else ""
+    fk, sk = not foreign > s.host_foreign_cpu_max, not steal > s.host_steal_max
+    return [
+        Rule("host_foreign_cpu", fk or s.host == "warn", _finite(foreign),
+             f"<= {s.host_foreign_cpu_max:g} cores",
+             f"other processes used {foreign:.2f} cores through the window (busiest: {top})"
+             + ("" if fk else kept), _HOST_REMEDY),
+        Rule("host_steal", sk or s.host == "warn", _finite(steal),
+             f"<= {_pct(s.host_steal_max)} of CPU time",
+             f"the hypervisor took {100 * steal:.1f}% of CPU time (steal)" + ("" if sk else kept),
+             "measure on a host whose hypervisor does not oversubscribe its CPUs (a dedicated "
+             "or bare-metal instance); validity.host=warn keeps such points with a mark"),
+    ]
+
+
+def gpu_clock_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+    """The accelerator's clocks were not held down by heat or the board's protections during
+    the window (harness.telemetry.clocks.clock_figures; the power cap is recorded, not judged).
+    Judged as the host is (`validity.host`); nothing where the telemetry gives no reasons."""
+    if s.host == "off" or not _num(f.get("gpu_clock_readings")) > 0:
+        return []
+    share = _num(f.get("gpu_throttled_share"))
+    ok = not share > 0
+    why = ", ".join(f.get("gpu_throttle_reasons") or [])
+    where = ", ".join(f.get("gpu_throttled_devices") or [])
+    kept = "" if ok or s.host != "warn" else " (kept: validity.host=warn)"
+    return [Rule("gpu_clocks", ok or s.host == "warn", _finite(share), "0 readings throttled",
+                 f"GPU {where} clocks held down ({why}) in {100 * share:.0f}% of the window's "
+                 f"readings{kept}" if not ok else "no thermal or hardware slowdown",
+                 "let the GPU cool or fix its cooling/power delivery, then resume the run; "
+                 "validity.host=warn keeps such points with a mark")]
+
+
+def sample_rules(m: Mapping[str, Any], kind: str, s: ValiditySettings) -> list[Rule]:
+    """A point must hold the percentiles its kind reports: at least `min_sample_<kind>`
+    completed requests. With `validity.sample=warn` (the default) it passes and says so
+    (`sample_facts`); `invalid` fails the point."""
+    if s.sample == "off":
+        return []
+    from harness.record.metrics import unheld_text
+
+    need = s.min_sample_agentic if kind == "agentic" else s.min_sample_fixed
+    n = int(m.get("num_completed") or 0)
+    ok = n >= need
+    unheld = unheld_text(m.get("stats_unheld") or {}, m.get("stats_sample") or {})
+    msg = (f"{n} completed requests: the {kind} point's percentiles need >= {need}"
+           + (f" ({'; '.join(unheld[:3])})" if unheld else ""))
+    if not ok and s.sample == "warn":
+        msg += " (kept: validity.sample=warn)"
+    return [Rule("sample_size", ok or s.sample == "warn", n, f">= {need} completed requests",
+                 msg, "raise scenario.requests_per_conc (fixed) or measure longer "
+                 "(agentic: scenario.min_measured_s)")]
+
+
+def sample_facts(rules: Iterable[Rule]) -> dict[str, Any]:
+    """`sample_warning` on a point kept with too few requests for its percentiles."""
+    seen = [r.message for r in rules
+            if r.name == "sample_size" and "(kept: validity.sample=warn)" in r.message]
+    return {"sample_warning": seen[0]} if seen else {}
+
+
+def host_facts(rules: Iterable[Rule], s: ValiditySettings) -> dict[str, Any]:
+    """`host_warning` on a point `validity.host=warn` kept although the host disturbed it."""
+    if s.host != "warn":
+        return {}
+    seen = [r.message for r in rules if r.name.startswith(("host_", "gpu_"))
+            and "(kept: validity.host=warn)" in r.message]
+    return {"host_warning": "; ".join(seen)} if seen else {}
+
+
+def bench_rules(f: Mapping[str, Any], m: Mapping[str, Any], kind: str,
+                s: ValiditySettings) -> tuple[list[Rule], dict[str, Any]]:
+    """The bench's rules on one point (host, GPU clocks, sample size) and the marks a point kept
+    under `warn` carries: `f` harness.telemetry.host.point_figures, `m` its metrics."""
+    rules = [*host_rules(f, s), *gpu_clock_rules(f, s), *sample_rules(m, kind, s)]
+    return rules, {**host_facts(rules, s), **sample_facts(rules)}
