@@ -70,11 +70,9 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
     """Every difference between the recipe's rendered launches and the captures (the recipe:
     the shipped file when given, else written from the captures)."""
     recipe = recipe if recipe is not None else catalog_to_recipe(launches, entry, key, COMMIT)
-    weights = {weights_of(c) for c in launches} - {""}
     ports = {int((c.get("env_in") or {}).get("PORT", 8888)) for c in launches}
     assert len(ports) == 1, f"{key}: launches on several job ports {ports}"
-    rendered = render_launches(compose_recipe(recipe), port=ports.pop(),
-                               weights=weights.pop() if len(weights) == 1 else None)
+    rendered = render_launches(compose_recipe(recipe), port=ports.pop())
     by_id = {}
     for r in rendered:
         t = r["topology"]
@@ -82,7 +80,7 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
             by_id[_ident(t["tp"], t["ep"], t["dp_attention"], c, r["kv_offload"]["backend"],
                          r["speculator"]["method"] != "none")] = r
     problems: list[str] = []
-    ok = [localize(c) for c in launches if usable(c)]
+    ok = [_as_hf_id(localize(c), str(entry.get("model") or "")) for c in launches if usable(c)]
     for cap in ok:
         job = cap.get("job") or {}
         lid = _ident(job.get("tp", 1), job.get("ep", 1), job.get("dp-attn", False), cap["conc"],
@@ -122,8 +120,39 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
     return problems
 
 
+def _as_hf_id(c: dict, entry_model: str) -> dict:
+    """The capture with the path its server loads the checkpoint from (a runner's cluster copy,
+    MODEL_PATH) written as the checkpoint it is a copy of (the job's `model:`), so the recipe's
+    rendered {model} (the model recipe's checkpoint for the recipe's precision) must be that
+    very checkpoint: the named difference "a staged path shown as its HF id", and no other."""
+    path, model = weights_of(c), str((c.get("job") or {}).get("model") or entry_model)
+    if not path or not model or path == model:
+        return c
+    srv = dict(c["server"])
+    srv["argv"] = [model if a == path else
+                   f"{a.partition('=')[0]}={model}" if a.startswith("-") and
+                   a.partition("=")[2] == path else a for a in srv["argv"]]
+    srv["env_added"] = {k: model if v == path else v
+                        for k, v in (srv.get("env_added") or {}).items()}
+    return {**c, "server": srv}
+
+
 def rendered_points(rendered: list[dict]) -> list[int]:
     return [c for r in rendered for c in r["concurrency"]]
+
+
+@pytest.mark.parametrize(("key", "wrong"), [("dsr1-fp4-mi355x-atom", "fp4"),
+                                            ("qwen3.5-fp4-b300-sglang", "fp4")])
+def test_a_recipe_loading_another_checkpoint_fails(key: str, wrong: str) -> None:
+    """The comparison sees the checkpoint a sweep would load: the master's precision word
+    (`fp4`, NVIDIA's checkpoint) in place of the one the jobs ran is a difference."""
+    doc = json.loads((CAPTURED / f"{key}.json").read_text())
+    recipe = yaml.safe_load((RECIPES / f"{key}.yaml").read_text())
+    assert compare(doc["entry"], doc["launches"], key, recipe) == []
+    problems = compare(doc["entry"], doc["launches"], key, {**recipe, "precision": wrong})
+    assert problems and all(doc["entry"]["model"] in p or "NVFP4" in p or "FP4-V2" in p
+                            for p in problems if " argv " in p)
+    assert any(" argv - " in p and doc["entry"]["model"] in p for p in problems)
 
 
 @pytest.mark.parametrize("key", sorted(FIXTURES))

@@ -52,14 +52,10 @@ def compose_recipe(recipe: dict[str, Any], overrides: list[str] = ()) -> SweepCo
     return to_sweep_config(merged, Locator(choices, list(overrides)))
 
 
-def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str = UPSTREAM_HOST,
-                    weights: str | None = None) -> list[dict[str, Any]]:
-    """`weights`: where the server loads the checkpoint from, when not the model recipe's HF
-    id (upstream's runners point MODEL at a cluster copy, /lustre/... or /scratch/...)."""
-    if weights:
-        m = sc.model
-        sc = replace(sc, model=replace(m, hf_id=weights, checkpoints={
-            k: weights for k in {*m.checkpoints, sc.precision or m.default_precision}}))
+def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str = UPSTREAM_HOST
+                    ) -> list[dict[str, Any]]:
+    """The launches as the sweep composes them: {model} is the model recipe's checkpoint for
+    the recipe's precision, exactly what a sweep would load."""
     out = []
     for one in launches(sc):
         s = one.sc
