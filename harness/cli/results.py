@@ -42,6 +42,19 @@ def _dashboard(argv: list[str]) -> int:
     return 0
 
 
+def _readable(run_dirs: list[Path]) -> list:
+    """The points of these runs; a ValueError when not one line could be read (each skipped
+    line was named in a warning as it was read: points_file.read_points)."""
+    from harness.record.point_record import load_records
+
+    records = load_records(run_dirs)
+    if not records:
+        files = ", ".join(str(d / "points.jsonl") for d in run_dirs)
+        raise ValueError(f"no readable point in {files} (any line skipped is named above); "
+                         "give run directories with measured points (results/<run_id>)")
+    return records
+
+
 def _key_value(text: str) -> tuple[str, str]:
     from harness.record.point_record import IDENTITY_FIELDS
 
@@ -57,7 +70,6 @@ def _gate(argv: list[str]) -> int:
 
     from harness.publish.gate import DEFAULT_METRICS, gate, to_json, to_markdown
     from harness.record.metrics import ranked_metrics
-    from harness.record.point_record import load_records
 
     p = argparse.ArgumentParser(
         prog="harness gate",
@@ -78,7 +90,7 @@ def _gate(argv: list[str]) -> int:
     p.add_argument("--json", type=Path, help="write the full report here")
     a = p.parse_args(argv)
     try:
-        base, cand = load_records(a.baseline), load_records(a.candidate)
+        base, cand = _readable(a.baseline), _readable(a.candidate)
     except (FileNotFoundError, ValueError) as e:
         print(f"harness gate: {e}", file=sys.stderr)
         return 2
@@ -96,7 +108,6 @@ def _gate(argv: list[str]) -> int:
 def _table(argv: list[str]) -> int:
     from harness.publish.tables import frontier_table, to_csv, to_markdown
     from harness.record.metrics import ranked_metrics
-    from harness.record.point_record import load_records
 
     p = argparse.ArgumentParser(prog="harness table",
                                 description="Throughput at interactivity targets, read off "
@@ -110,7 +121,7 @@ def _table(argv: list[str]) -> int:
     p.add_argument("--markdown", type=Path)
     a = p.parse_args(argv)
     try:
-        records = load_records(a.runs)
+        records = _readable(a.runs)
     except (FileNotFoundError, ValueError) as e:
         print(f"harness table: {e}", file=sys.stderr)
         return 2

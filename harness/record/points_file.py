@@ -1,6 +1,9 @@
 """Reading points.jsonl: the last line per point wins, torn lines are skipped and counted, and
 a complete object glued behind a torn one is still recovered (harness/record/results.py writes
-it)."""
+it). A line whose fields have the wrong type (`"conc": "eight"`, hand edits, another tool's
+writer) is skipped with a warning naming the file, the line, the field and the fix, and the rest
+of the file is read: one bad line costs its own point, never the dashboard or the gate
+(`point_types.line_problem` says what a line must hold)."""
 
 from __future__ import annotations
 
@@ -10,37 +13,60 @@ from typing import Any
 
 import orjson
 
+from harness.record.point_types import line_problem
+
 log = logging.getLogger("harness")
 
 POINTS_FILE = "points.jsonl"
+NAMED_BAD_LINES = 3  # lines of the wrong types named one by one per file; the rest counted
 
 
 def read_points(run_dir: Path) -> list[dict[str, Any]]:
     """Every point of a run, the last line per point_id winning (a redone point supersedes
-    its failed attempt). Unreadable lines are skipped and counted in a warning."""
-    points, unreadable = read_points_counted(run_dir)
+    its failed attempt). Unreadable lines are skipped and counted in a warning; a line of the
+    wrong types is skipped with a warning of its own (file, line, field, fix)."""
+    points, unreadable, mistyped = read_points_checked(run_dir)
+    path = Path(run_dir) / POINTS_FILE
     if unreadable:
         log.warning("%s: %d unreadable line(s) skipped (torn writes); their points count as "
-                    "not done and are re-measured on resume", Path(run_dir) / POINTS_FILE,
-                    unreadable)
+                    "not done and are re-measured on resume", path, unreadable)
+    for where, problem in mistyped[:NAMED_BAD_LINES]:
+        log.warning("%s: %s skipped (the other points are read): %s", path, where, problem)
+    if len(mistyped) > NAMED_BAD_LINES:
+        log.warning("%s: %d more line(s) of the wrong types skipped", path,
+                    len(mistyped) - NAMED_BAD_LINES)
     return points
 
 
 def read_points_counted(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
-    """(points as read_points returns them, how many lines could not be read)."""
+    """(points as read_points returns them, how many lines could not be read or typed)."""
+    points, unreadable, mistyped = read_points_checked(run_dir)
+    return points, unreadable + len(mistyped)
+
+
+def read_points_checked(run_dir: Path
+                        ) -> tuple[list[dict[str, Any]], int, list[tuple[str, str]]]:
+    """(points, torn pieces skipped, [(where, problem)] for each line of the wrong types)."""
     path = Path(run_dir) / POINTS_FILE
     if not path.is_file():
-        return [], 0
+        return [], 0, []
     latest: dict[str, dict[str, Any]] = {}
     unreadable = 0
-    for line in path.read_bytes().split(b"\n"):
+    mistyped: list[tuple[str, str]] = []
+    for n, line in enumerate(path.read_bytes().split(b"\n"), 1):
         if not line.strip():
             continue
         objs, torn = parse_line(line)
         unreadable += torn
         for p in objs:
+            problem = line_problem(p)
+            if problem is not None:
+                pid = p.get("point_id")
+                where = f"line {n}" + (f" (point {pid})" if isinstance(pid, str) else "")
+                mistyped.append((where, problem))
+                continue
             latest[str(p.get("point_id", len(latest)))] = p
-    return list(latest.values()), unreadable
+    return list(latest.values()), unreadable, mistyped
 
 
 def parse_line(line: bytes) -> tuple[list[dict[str, Any]], int]:

@@ -325,6 +325,10 @@ def write_dashboard(run_dirs: Sequence[Path], out: Path, title: str,
                     point_pages: bool = True) -> Path:
     out = Path(out)
     points = load_points(run_dirs)
+    if not points:  # one bad line costs its point; a page of nothing helps nobody
+        files = ", ".join(str(Path(d) / "points.jsonl") for d in run_dirs)
+        raise ValueError(f"no readable point in {files} (any line skipped is named above); "
+                         "give run directories with measured points (results/<run_id>)")
     payload = payload_points(points, out if point_pages else None)
     if point_pages:
         write_point_pages(payload, out)
