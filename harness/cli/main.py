@@ -12,6 +12,14 @@ import time
 from pathlib import Path
 
 from harness.cli.results import _baseline, _dashboard, _export, _gate, _metrics, _table
+from harness.cli.sweep_run import (
+    RESULTS_UNWRITABLE,
+    ResultsUnwritable,
+    check_sweep_location,
+    interrupted_message,
+    override,
+    sweep_status,
+)
 from harness.config.errors import ConfigError
 from harness.engines.slurm_job import AllocationCancelled
 from harness.workloads.traces.model import TraceError
@@ -58,36 +66,6 @@ def _force_value_overrides(argv: list[str]) -> list[str]:
     return out
 
 
-def _override(argv: list[str], key: str) -> str | None:
-    """The last command-line override of a plain setting (`key=v`, `+key=v`, `++key=v`)."""
-    found = None
-    for a in argv:
-        k, eq, _ = a.partition("=")
-        if eq and k.lstrip("+") == key:
-            found = a
-    return found
-
-
-def _check_run_location(argv: list[str]) -> None:
-    """run_id and results_dir from the command line, checked before Hydra starts: Hydra makes
-    its output directory `results_dir/run_id/hydra` before our app runs, so a bad run_id
-    (`../x`, `latest`) would already have written outside results/."""
-    from harness.config.run_id import check_run_location
-    from harness.config.validate import PRIMARY_CONFIG
-
-    run_arg, dir_arg = _override(argv, "run_id"), _override(argv, "results_dir")
-    results_dir = dir_arg.partition("=")[2] if dir_arg else "results"
-
-    def where(key: str) -> str:
-        arg = run_arg if key == "run_id" else dir_arg
-        return f"the command-line override '{arg.lstrip('+')}'" if arg else PRIMARY_CONFIG
-
-    if run_arg is None:
-        return
-    for run_id in run_arg.partition("=")[2].split(","):  # a -m sweep may list several
-        check_run_location(results_dir, run_id, where)
-
-
 def _sweep(argv: list[str]) -> int:
     try:
         from harness.config.groups import check_group_choices, check_yaml_files
@@ -99,40 +77,23 @@ def _sweep(argv: list[str]) -> int:
         check_yaml_files(argv)  # a file that does not load: one line, not Hydra's traceback
         argv = _force_value_overrides(argv)
         helping = "--help" in argv or "-h" in argv
-        if _override(argv, "run_id") is None and not helping:
+        if override(argv, "run_id") is None and not helping:
             argv = [*argv, f"run_id={time.strftime('%Y%m%d-%H%M%S')}"]
         if not helping:
-            _check_run_location(argv)
+            check_sweep_location(argv)
         sweep_app.main(argv)
         from harness.sweep import interrupts
 
         interrupts.check()  # one swallowed after the last point still ends the run as 130
     except (KeyboardInterrupt, asyncio.CancelledError):
         # Ctrl-C: every `finally` has run (the engine is stopped); say what was kept
-        print(_interrupted_message(), file=sys.stderr, flush=True)
+        print(interrupted_message(), file=sys.stderr, flush=True)
         _forget_nested_interrupt()
         return 130
     except (Terminated, AllocationCancelled) as e:  # SIGTERM or scancel: the same line; 143
-        print(_interrupted_message(), file=sys.stderr, flush=True)
+        print(interrupted_message(), file=sys.stderr, flush=True)
         return int(e.code)
-    return _sweep_status()
-
-
-def _sweep_status() -> int:
-    """0 when the run has a point that did not fail, else 5: every point of the run failed
-    (the engine died or hung on each, or no request succeeded), so nothing usable was
-    measured although the sweep itself ran to the end."""
-    sweep_app = sys.modules.get("harness.sweep.app")
-    current = getattr(sweep_app, "current_run", None)
-    if sweep_app is None or current is None:
-        return 0  # --help, or nothing opened
-    points = sweep_app.read_points(current[0].root)
-    if points and all(p.get("status") == "failed" for p in points):
-        print(f"harness: every point of {current[0].root} failed ({len(points)}); see "
-              "invalid_reasons in points.jsonl and the engine logs in servers/",
-              file=sys.stderr, flush=True)
-        return ALL_FAILED
-    return 0
+    return sweep_status()
 
 
 def _forget_nested_interrupt() -> None:
@@ -146,18 +107,6 @@ def _forget_nested_interrupt() -> None:
         import ctypes
 
         ctypes.pythonapi.PyRun_SimpleString(b"pass")
-
-
-def _interrupted_message() -> str:
-    """What a Ctrl-C kept, and how to go on from there."""
-    sweep_app = sys.modules.get("harness.sweep.app")
-    current = getattr(sweep_app, "current_run", None)
-    if sweep_app is None or current is None:
-        return "interrupted before the run directory was opened: nothing was measured"
-    run, run_id = current
-    points_on_disk = sweep_app.points_on_disk
-    return (f"interrupted: {points_on_disk(run)} points kept in {run.root}; rerun with "
-            f"run_id={run_id} to resume")
 
 
 def _traces(argv: list[str]) -> int:
@@ -291,9 +240,6 @@ COMMANDS = {"sweep": _sweep, "dashboard": _dashboard, "traces": _traces,
             "speculation": _speculation}
 
 
-ALL_FAILED = 5  # `harness sweep`: the run ended, but every one of its points failed
-
-
 class Terminated(SystemExit):
     """SIGTERM, raised where the main thread is (SystemExit: no `except Exception` in a
     library swallows it)."""
@@ -349,6 +295,9 @@ def _main(argv: list[str] | None) -> int:
         return cmd(argv[1:])
     except BrokenPipeError:
         raise  # a closed pipe, not bad input: main() ends quietly
+    except ResultsUnwritable as e:
+        print(f"harness {argv[0]}: {e}", file=sys.stderr)
+        return RESULTS_UNWRITABLE
     except (ConfigError, TraceError) as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2
