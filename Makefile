@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench baseline gate clean-venv vllm-env
+.PHONY: run test lint bench baseline gate clean-venv vllm-env dynamo-env multinode-demo
 
 # The C source too: `pip install -e .` compiles it (harness/client/read_state.py).
 $(STAMP): pyproject.toml $(wildcard harness/client/_fastread*.[ch])
@@ -71,5 +71,19 @@ $(VLLM_VENV)/.installed: pyproject.toml $(wildcard harness/client/_fastread*.[ch
 
 vllm-env: $(VLLM_VENV)/.installed
 
+# NVIDIA Dynamo's frontend and its GPU-free mocker workers (.venv-dynamo), offline from PyPI
+# wheels; the mocker's model directory is converted from the shipped SmolLM2 GGUF.
+DYNAMO_VENV := .venv-dynamo
+$(DYNAMO_VENV)/.dynamo-installed: $(STAMP) harness/testing/dynamo_env.sh harness/testing/dynamo-requirements.txt harness/testing/dynamo_model.py
+	bash harness/testing/dynamo_env.sh $(DYNAMO_VENV)
+
+dynamo-env: $(DYNAMO_VENV)/.dynamo-installed
+
+# A real Dynamo disaggregated deployment across a three-node Slurm cluster of network
+# namespaces on this machine, launched by `harness sweep` exactly as on a GPU cluster but with
+# Dynamo's mocker in place of the GPU workers (docs/multinode.md); root, slurm-wlm and munge.
+multinode-demo: $(STAMP) $(DYNAMO_VENV)/.dynamo-installed
+	bash harness/testing/multinode_demo.sh
+
 clean-venv:
-	rm -rf $(VENV) $(VLLM_VENV)
+	rm -rf $(VENV) $(VLLM_VENV) $(DYNAMO_VENV)

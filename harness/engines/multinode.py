@@ -54,6 +54,7 @@ class MultinodeAdapter(EngineAdapter):
         check_deployment(dep, "engine.launch", where)
         if cfg.worker_stand_in:
             stand_in_deployment(sc, dep, where)  # its own refusals (interpreter, model dir)
+            check_stand_in_tokenizer(sc, where)
 
     @property
     def counters(self) -> EngineCounters:
@@ -116,3 +117,18 @@ def check_deployment(dep: Any, key: str, where: Locate) -> None:
         raise ConfigError(where(key), f"{key}.roles",
                           "no frontend or router role with a port: nothing to send requests to",
                           "capture the deployment's frontend (its argv and HTTP port)")
+
+
+def check_stand_in_tokenizer(sc: SweepConfig, where: Locate) -> None:
+    """Under a stand-in the frontend tokenizes with the stand-in's model directory, so the
+    client's prompts (and its check of usage.prompt_tokens) must use the same tokenizer."""
+    from harness.engines.stand_in import default_model_dir, repo_path
+
+    cfg = sc.engine.slurm
+    want = repo_path(cfg.stand_in_model) if cfg.stand_in_model else default_model_dir()
+    have = sc.model.tokenizer
+    if have is None or repo_path(have).resolve() != want.resolve():
+        raise ConfigError(where("model.tokenizer"), "model.tokenizer",
+                          f"the stand-in's frontend tokenizes with {want}, the client with "
+                          f"{have or sc.model.hf_id}: prompt lengths would not match",
+                          f"set model.tokenizer={want}")

@@ -170,6 +170,23 @@ class SlurmDeployment:
                     out[s.label] = body.decode(errors="replace")
         return out
 
+    def local_pids(self) -> list[int]:
+        """This host's processes that run the deployment: each step's srun, and the
+        slurmstepd of every step of the job on this host (a node here may be this host: the
+        local cluster, or the head node's frontend), whose children are the roles."""
+        pids = [s.proc.pid for s in self.steps if s.proc is not None]
+        if self.alloc is None:
+            return pids
+        tag = f"slurmstepd: [{self.alloc.job_id}.".encode()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if (entry / "cmdline").read_bytes().startswith(tag):
+                        pids.append(int(entry.name))
+                except OSError:
+                    continue
+        return pids
+
     def facts(self) -> dict[str, Any]:
         """What the point records: the nodes that served it and each role's share."""
         placements = [(s.role, s.node) for s in self.launched]

@@ -215,6 +215,14 @@ class EngineSession:
         """The nodes and roles that served the points (engine=multinode), else nothing."""
         return self.deployment.facts() if self.deployment is not None else {}
 
+    def process_roots(self) -> list[int]:
+        """The processes on this host that serve the points (engine and helpers, or a
+        deployment's steps): with the harness, what the host's foreign-CPU reading leaves out."""
+        if self.deployment is not None:
+            return list(self.deployment.local_pids())
+        procs = [self.proc, *(p for _, p in self.helpers)]
+        return [p.proc.pid for p in procs if p is not None and p.proc is not None]
+
     def role_metrics(self) -> dict[str, str]:
         """Every role's own /metrics text, by step label (engine=multinode), else nothing."""
         return self.deployment.metrics_texts() if self.deployment is not None else {}

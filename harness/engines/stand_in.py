@@ -5,7 +5,9 @@ dynamo-mocker: each prefill, decode or aggregated worker becomes NVIDIA Dynamo's
 and simulates its timing and KV cache; the frontend is upstream's own `dynamo.frontend` with
 upstream's flags. Discovery goes through a directory every node sees and the request and event
 planes over TCP and ZMQ, so etcd and NATS roles are left out. Everything binds the node's own
-address. What the mocker simulates and what it does not: docs/multinode.md.
+address (Dynamo's event-plane sockets listen on every address of their node: on the local
+cluster that is the node's namespace alone). What the mocker simulates and what it does not:
+docs/multinode.md.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def repo_path(p: str) -> Path:
 
 def default_model_dir() -> Path:
     """The tokenizer and config the mocker loads when engine.slurm.stand_in_model is unset."""
-    return repo_path("data/stand_in_model")
+    return repo_path(".venv-dynamo/model/smollm2")  # harness/testing/dynamo_env.sh makes it
 
 
 def stand_in_deployment(sc: SweepConfig, dep: Deployment, where) -> Deployment:
@@ -79,9 +81,11 @@ def _mocker(r: RoleLaunch, python: str, model: str, env: dict[str, str]) -> Role
     mode = ["--disaggregation-mode", r.role] if r.role in ("prefill", "decode") else []
     argv = [python, "-m", "dynamo.mocker", "--model-path", model, "--model-name",
             "{served_name}", *mode, *PLANES]
-    worker_env = {**env, "DYN_SYSTEM_ENABLED": "true", "DYN_SYSTEM_PORT": "{port}",
-                  "DYN_SYSTEM_HOST": "{host}", "DYN_TCP_RPC_HOST": "{host}",
-                  "DYN_ZMQ_HOST": "{host}"}
+    # /health answers 200 once the worker serves its generate endpoint (registered), not
+    # merely once the process is up (Dynamo's system status server, DYN_SYSTEM_*)
+    worker_env = {**env, "DYN_SYSTEM_PORT": "{port}", "DYN_SYSTEM_HOST": "{host}",
+                  "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS": '["generate"]',
+                  "DYN_TCP_RPC_HOST": "{host}", "DYN_EVENT_PLANE_HOST": "{host}"}
     return dataclasses.replace(r, argv=argv, env=worker_env, files={},
                                port=SYSTEM_PORT[r.role], ready="/health")
 
@@ -97,5 +101,5 @@ def _frontend(r: RoleLaunch, python: str, env: dict[str, str]) -> RoleLaunch:
             i = flags.index(planed)
             del flags[i:i + 2]
     argv = [python, "-m", "dynamo.frontend", *flags, "--http-host", "{host}", *PLANES]
-    return dataclasses.replace(r, argv=argv, env={**r.env, **env, "DYN_TCP_RPC_HOST": "{host}"},
-                               ready=None)
+    env = {**r.env, **env, "DYN_TCP_RESPONSE_STREAM_HOST": "{host}"}
+    return dataclasses.replace(r, argv=argv, env=env, ready=None)
