@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.catalog.client_recipe import corpus_of
+from harness.catalog.client_settings import client_settings
 from harness.catalog.compare import argv_changes, env_changes
 from harness.catalog.diff import diff_text
 from harness.catalog.local_paths import localize
@@ -112,12 +114,48 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
         got_h = [(h["name"].split("#")[0], h["argv"]) for h in r["helpers"]]
         if want_h != got_h:
             problems.append(f"{key} {lid} helpers {want_h} != {got_h}")
+        problems += [f"{key} {lid} {x}" for x in client_problems(cap, r["client"])]
         want_s = [s["argv"] for s in server_setup(cap)]
         if want_s != [s["argv"] for s in r["setup"]]:
             problems.append(f"{key} {lid} setup {want_s} != {r['setup']}")
     if len(rendered_points(rendered)) != len(ok):
         problems.append(f"{key}: {len(rendered_points(rendered))} launches, {len(ok)} captured")
     return problems
+
+
+def _aiperf_option(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
+
+
+def client_problems(cap: dict, client: dict) -> list[str]:
+    """Every difference between the captured client call and the client settings the sweep
+    renders for that launch (harness/catalog/client_view.py)."""
+    s, _ = client_settings(cap.get("client"))
+    if not s or ("dataset" in s and not s["dataset"]):  # the writer's fixtures: a bare call
+        return []
+    want: dict[str, Any]
+    if "dataset" in s:
+        argv = list(cap["client"]["argv"])
+        entries = _aiperf_option(argv, "--num-dataset-entries")
+        threshold = _aiperf_option(argv, "--failed-request-threshold")
+        want = {"dataset": corpus_of(cap), "seed": s["random_seed"] or None,
+                "duration_s": s["duration_s"],
+                "warmup_requests_per_lane": s["warmup_requests_per_lane"],
+                "start_min_ratio": s["start_min_ratio"], "start_max_ratio": s["start_max_ratio"],
+                "tree_cap_s": s["tree_cap_s"],
+                "correlation_headers": s.get("correlation_headers", [])}
+        if entries is not None:
+            want["max_entries"] = int(entries)
+        if threshold is not None:
+            want["max_failed_share"] = float(threshold)
+        got = {**client, "dataset": client["dataset"]["id"],
+               "max_entries": client["dataset"]["max_entries"]}
+    else:
+        want = {k: s[k] for k in ("isl", "osl", "range_ratio", "requests_per_conc",
+                                  "warmup_per_conc", "chat_template", "api")}
+        got = client
+    return [f"client {k}: upstream {v!r}, rendered {got.get(k)!r}" for k, v in want.items()
+            if got.get(k) != v]
 
 
 def _as_hf_id(c: dict, entry_model: str) -> dict:

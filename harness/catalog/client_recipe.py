@@ -8,7 +8,8 @@
 - AIPerf's `--random-seed` as the run seed (upstream fixes 42; without it the harness draws a
   new seed per run);
 - benchmark_serving's `--use-chat-template` as scenario.chat_template (the harness's own
-  default turns the template on only with a speculator).
+  default turns the template on only with a speculator), and its `--endpoint` as
+  scenario.api (`/v1/chat/completions`: chat; the dsv4 TRT-LLM keys).
 
 A value that differs between a key's launches cannot be one recipe setting: the writer refuses
 the key, naming it, rather than ship one launch's value for all."""
@@ -57,6 +58,7 @@ def client_recipe(key: str, ok: list[Mapping[str, Any]]) -> dict[str, Any]:
     if fixed:
         scenario["chat_template"] = bool(_one(key, "--use-chat-template",
                                               [s["chat_template"] for s in fixed]))
+        scenario["api"] = str(_one(key, "the endpoint", [s["api"] for s in fixed]))
     if scenario:
         out["scenario"] = scenario
     return out

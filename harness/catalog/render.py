@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import replace
 from typing import Any
 
+from harness.catalog.client_view import client_view
 from harness.config.launches import launches
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
@@ -66,9 +67,7 @@ def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str = UPST
             "speculator": {"method": s.speculator.method, "k": s.speculator.k},
             "kv_offload": dataclasses.asdict(s.engine.kv_offload),
             "setup": [{"kind": st.kind, "argv": list(st.argv)} for st in s.engine.setup],
-            "client": {"scenario": s.scenario.name, "kind": s.scenario.kind,
-                       "isl": s.scenario.isl, "osl": s.scenario.osl, "api": s.scenario.api,
-                       "duration_s": s.scenario.duration_s},
+            "client": client_view(s),
         }
         if s.engine.kind == "endpoint":
             item["deployment"] = s.engine.deployment
