@@ -254,3 +254,62 @@ def test_the_sandbox_does_not_see_the_hosts_tmp(tmp_path: Path) -> None:
         box.close()
     assert (run.finished_by, run.exit_code) == ("exit", 0), run.output
     assert not (tmp_path / "inside").exists()
+
+
+def test_precision_is_the_model_recipes_key_for_the_jobs_checkpoint() -> None:
+    """InferenceX's one word `fp4` covers several checkpoints; the recipe names the key whose
+    checkpoint the jobs load, and a checkpoint no key names stops that key."""
+    from harness.catalog.checkpoints import captured_model, precision_for
+    from harness.catalog.multinode import CatalogError
+
+    assert precision_for("k", "deepseek-r1", "amd/DeepSeek-R1-0528-MXFP4-Preview",
+                         "fp4") == "fp4-amd-preview"
+    assert precision_for("k", "qwen3.5-397b-a17b", "nvidia/Qwen3.5-397B-A17B-NVFP4-V2",
+                         "fp4") == "fp4-v2"
+    assert precision_for("k", "deepseek-v4-pro", "deepseek-ai/DeepSeek-V4-Pro", "fp4") == "fp4"
+    with pytest.raises(CatalogError, match=r"^k: .*amd/Other.* recipes/model/deepseek-r1.yaml"):
+        precision_for("k", "deepseek-r1", "amd/Other", "fp4")
+    jobs = [{"job": {"model": "a/b"}}, {"job": {"model": "a/c"}}]
+    with pytest.raises(CatalogError, match=r"^k: launches name"):
+        captured_model("k", jobs)
+    assert captured_model("k", [{"job": {}}], "a/b") == "a/b"
+
+
+def test_client_recipe_takes_corpus_seed_api_and_template_or_refuses() -> None:
+    from harness.catalog.client_recipe import client_recipe
+    from harness.catalog.multinode import CatalogError
+
+    def agentic(corpus: str, seed: str = "42") -> dict:
+        return {"setup": [{"argv": ["hf", "download", "--repo-type", "dataset", corpus]}],
+                "client": {"tool": "aiperf", "argv": [
+                    "aiperf", "profile", "--public-dataset", "x", "--random-seed", seed]}}
+
+    assert client_recipe("k", [agentic("o/c-256k")] * 2) == {
+        "seed": 42, "scenario": {"dataset": {"id": "o/c-256k"}}}
+    with pytest.raises(CatalogError, match=r"^k: launches differ in the corpus"):
+        client_recipe("k", [agentic("o/a"), agentic("o/b")])
+    bs = ["python3", "benchmark_serving.py", "--max-concurrency", "4", "--random-input-len",
+          "8", "--random-output-len", "8", "--random-range-ratio", "0.8", "--num-prompts", "40",
+          "--use-chat-template", "--endpoint", "/v1/chat/completions"]
+    assert client_recipe("k", [{"client": {"tool": "benchmark_serving", "argv": bs}}]) == {
+        "scenario": {"chat_template": True, "api": "chat"}}
+
+
+def test_staged_paths_become_repositories_and_machine_paths_are_found() -> None:
+    from harness.catalog.local_paths import localize, shipped_local_paths
+
+    cap = {"env_in": {"HF_HUB_CACHE": "/mnt/hf_hub_cache/", "MODEL_PATH": "/lustre/m"},
+           "setup": [{"argv": ["hf", "download", "org/draft", "--local-dir", "/scratch/d"]},
+                     {"argv": ["hf", "download", "org/model"]},
+                     {"argv": ["hf", "download", "org/x", "--local-dir", "/lustre/m"]}],
+           "server": {"cwd": "/workspace", "files": {"/workspace/t/c.jinja": "x"},
+                      "argv": ["serve", "/mnt/hf_hub_cache/models--org--model/snapshots/"
+                               "0000000000", "--draft", "/scratch/d", "--model-path",
+                               "/lustre/m", "--chat-template", "s/../t/c.jinja"]}}
+    out = localize(cap)
+    assert out["server"]["argv"] == ["serve", "org/model", "--draft", "org/draft",
+                                     "--model-path", "/lustre/m", "--chat-template",
+                                     "/workspace/t/c.jinja"]
+    assert cap["server"]["argv"][1].startswith("/mnt/")  # the capture itself is untouched
+    assert shipped_local_paths({"a": ["x", "/scratch/m/chat_template.jinja"]}) == [
+        "/scratch/m/chat_template.jinja"]
