@@ -63,8 +63,10 @@ def apply_row(sc: SweepConfig, row: SearchRow) -> SweepConfig:
     scen = sc.scenario  # upstream exports its routing-header switches on DP rows alone
     if row.correlation_headers is not None:
         scen = replace(scen, correlation_headers=list(row.correlation_headers))
+    wanted = set(sc.row_concurrency)
+    conc = [c for c in row.concurrency if not wanted or c in wanted]
     return replace(sc, topology=topo, speculator=spec, engine=engine, scenario=scen,
-                   concurrency=list(row.concurrency), search_space=[])
+                   concurrency=conc, search_space=[])
 
 
 def merge_options(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,6 +96,7 @@ def launches(sc: SweepConfig, check: Callable[[SweepConfig], None] | None = None
     """Every launch of the recipe, in order; `check` validates each (its topology and
     concurrency list are checked as a whole recipe's would be)."""
     rows = [(row_tag(r), apply_row(sc, r)) for r in chosen_rows(sc)] or [("", sc)]
+    rows = [(t, one) for t, one in rows if one.concurrency]  # row_concurrency kept none
     tags = [t for t, _ in rows]
     rows = [(f"{t}-r{i}" if tags.count(t) > 1 else t, one) for i, (t, one) in enumerate(rows)]
     out: list[Launch] = []

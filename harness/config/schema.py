@@ -401,6 +401,9 @@ class SweepConfig:
     # A catalog recipe's rows: each a topology with its concurrencies, one launch each (empty:
     # the sweep's own topology and concurrency list).
     search_space: list[SearchRow] = field(default_factory=list)
+    # Of each row's concurrencies, only these (a key's smaller loads, say); empty: every one.
+    # A row left with none is not launched.
+    row_concurrency: list[int] = field(default_factory=list)
     # Start the engine afresh for every concurrency value, as InferenceX's jobs do (one job per
     # concurrency); false: one launch serves every concurrency of a topology.
     relaunch_per_concurrency: bool = False

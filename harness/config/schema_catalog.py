@@ -65,6 +65,15 @@ class PoolConfig:
 
 
 @dataclass
+class InstancePlacement:
+    """Where upstream places one instance of a role: allocation node indexes (0 is the head
+    node) and, per step, the GPUs it uses (srtctl's own placement)."""
+
+    nodes: list[int] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)  # per step, e.g. "0,1,2,3" -> {devices}
+
+
+@dataclass
 class RoleLaunch:
     """One role of a multi-node deployment as upstream launches it (docs/multinode.md): its
     argv, environment and files with placeholders the launcher fills per instance and node
@@ -82,6 +91,20 @@ class RoleLaunch:
     files: dict[str, str] = field(default_factory=dict)  # written into the launch dir first
     port: int | None = None  # the HTTP port it serves (frontend, router); None: none
     ready: str | None = None  # an HTTP path answering 200 once it is ready; None: none
+    # Upstream's own placement, one entry per instance; empty: the launcher places it
+    placement: list[InstancePlacement] = field(default_factory=list)
+    procs_per_node: int = 1  # processes each node of an instance runs: a step per process
+    # {vary_N}: text that differs per step, [instance][step] (ports, data-parallel ranks);
+    # an argv element that renders to "" is left out
+    vary: dict[str, Any] = field(default_factory=dict)
+    # Shell text upstream runs in the container before argv (srtctl's dynamo install, setup
+    # scripts): written to a file in the launch dir and sourced, never built from config
+    preamble: str | None = None
+    env_unset: list[str] = field(default_factory=list)  # removed from the step's environment
+    # srun's options as upstream passes them: mpi, ntasks_per_node (one srun over the
+    # instance's nodes, argv run by every task), srun_options {name: value}
+    srun: dict[str, Any] = field(default_factory=dict)
+    image: str | None = None  # this role's image, when not the deployment's
 
 
 @dataclass

@@ -120,6 +120,10 @@ def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
         check_rows(sc, where)
 
         launches(sc, check=lambda one: check_combinations(one, where))
+    elif sc.row_concurrency:
+        raise ConfigError(where("row_concurrency"), "row_concurrency",
+                          "this recipe has no search-space rows to pick concurrencies from",
+                          "set the load levels with concurrency=[...] instead")
     else:
         check_combinations(sc, where)
     return sc

@@ -175,6 +175,12 @@ def check_rows(sc: SweepConfig, where: Locate) -> None:
                           "engine=multinode (launch the row's deployment on Slurm), or "
                           "engine=endpoint engine.url=http://... (attach)")
     want = sc.engine.deployment
+    offered = sorted({c for r in sc.search_space if r.scenario in (None, sc.scenario.name)
+                      and (not want or r.deploy_recipe == want) for c in r.concurrency})
+    if sc.row_concurrency and not set(sc.row_concurrency) & set(offered):
+        raise ConfigError(where("row_concurrency"), "row_concurrency",
+                          f"no row chosen offers concurrency {sc.row_concurrency}",
+                          f"pick from the rows' own: {offered}")
     if sc.engine.kind == "multinode":
         check_launchable(sc, want, where)
     named = sorted({r.deploy_recipe for r in sc.search_space

@@ -30,7 +30,6 @@ from harness.engines.slurm_job import (
 )
 
 log = logging.getLogger(__name__)
-_ENTRY_ROLES = ("frontend", "router")
 
 
 class SlurmDeployment:
@@ -61,24 +60,30 @@ class SlurmDeployment:
         nodes = self.alloc.nodes[:need]
         placements = roles.place(self.dep, nodes)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.launched = roles.steps(self.dep, placements, self.alloc.addresses, self.model,
-                                    self.served_name, str(self.workdir.resolve()))
+        self.launched = roles.steps(self.dep, placements, nodes, self.alloc.addresses,
+                                    self.model, self.served_name, str(self.workdir.resolve()))
         print(f"multinode: job {self.alloc.job_id} on {', '.join(nodes)}; "
               + ", ".join(f"{s.label}" for s in self.launched), flush=True)
-        image = None if self.sc.engine.slurm.worker_stand_in else self.dep.image
         for s in self.launched:
             for name, content in s.files.items():
                 path = self.workdir / name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(content)
-            step = Step(s.label, s.role, s.node, s.argv, s.env, self.log_path(s.label))
-            start_step(step, step_argv(self.alloc, s.node, s.label, s.argv, self.workdir, cfg,
-                                       image))
+            preamble = None
+            if s.preamble:
+                preamble = self.workdir / f"{s.label}.preamble.sh"
+                preamble.write_text(s.preamble + "\n")
+            step = Step(s.label, s.role, s.node, s.argv, s.env, self.log_path(s.label),
+                        env_unset=s.env_unset)
+            start_step(step, step_argv(self.alloc, s.nodes or (s.node,), s.label, s.argv,
+                                       self.workdir, cfg, s.image, s.srun, preamble))
             self.steps.append(step)
         for s, step in zip(self.launched, self.steps, strict=True):
             if s.port and s.ready:
                 self._wait_ok(step, f"http://{s.address}:{s.port}{s.ready}", deadline)
-        entry = next((s for s in self.launched if s.role in _ENTRY_ROLES and s.port), None)
+        # a router (srt-slurm's nginx) fronts the frontends where there is one: clients go there
+        entry = next((s for kind in ("router", "frontend") for s in self.launched
+                      if s.role == kind and s.port), None)
         if entry is None:
             raise EngineStartError("the deployment has no frontend or router with a port: "
                                    "nothing to send requests to (check the row's deployment)")

@@ -142,6 +142,7 @@ class Step:
     env: dict[str, str]
     log_path: Path
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    env_unset: tuple[str, ...] = ()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -151,12 +152,28 @@ class Step:
         return self.proc.returncode if self.proc is not None else None
 
 
-def step_argv(alloc: Allocation, node: str, name: str, argv: list[str], workdir: Path,
-              cfg: SlurmLaunchConfig, image: str | None) -> list[str]:
-    """srun's argv for one step on `node`, in the image where one runs (docs/multinode.md)."""
-    out = ["srun", f"--jobid={alloc.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
-           f"--nodelist={node}", f"--job-name={name}", "--export=ALL", "--kill-on-bad-exit=1",
-           f"--chdir={workdir}"]
+# The one shell text the launcher runs: it sources upstream's captured preamble (a file in the
+# launch directory) and then execs the step's argv, passed as arguments, never interpolated.
+SOURCE_THEN_EXEC = 'source "$0" && exec "$@"'
+
+
+def step_argv(alloc: Allocation, nodes: tuple[str, ...], name: str, argv: list[str],
+              workdir: Path, cfg: SlurmLaunchConfig, image: str | None,
+              srun: dict | None = None, preamble_file: Path | None = None) -> list[str]:
+    """srun's argv for one step on `nodes` (one node, or all of an MPI instance's), with
+    upstream's srun options, in the image where one runs (docs/multinode.md)."""
+    srun = srun or {}
+    tasks = int(srun.get("ntasks_per_node") or 0)
+    out = ["srun", f"--jobid={alloc.job_id}", "--overlap", f"--nodes={len(nodes)}",
+           *([f"--ntasks-per-node={tasks}"] if tasks else ["--ntasks=1"]),
+           f"--nodelist={','.join(nodes)}", f"--job-name={name}", "--export=ALL",
+           "--kill-on-bad-exit=1", f"--chdir={workdir}"]
+    out += [f"--mpi={srun['mpi']}"] if srun.get("mpi") else []
+    if image and cfg.container_runtime == "pyxis":  # pyxis's own options (container-remap-root)
+        for opt, value in (srun.get("srun_options") or {}).items():
+            out.append(f"--{opt}" + (f"={value}" if value not in ("", None) else ""))
+    if preamble_file is not None:
+        argv = ["bash", "-c", SOURCE_THEN_EXEC, str(preamble_file), *argv]
     if image and cfg.container_runtime == "pyxis":
         mounts = ",".join([f"{workdir}:{workdir}", *cfg.container_mounts])
         return [*out, f"--container-image={image}", f"--container-mounts={mounts}",
@@ -173,7 +190,9 @@ def start_step(step: Step, srun_argv: list[str]) -> None:
         log.write(f"# {step.label}: {srun_argv}\n".encode())
         log.flush()
         try:
-            step.proc = subprocess.Popen(srun_argv, env={**os.environ, **step.env},
+            env = {k: v for k, v in {**os.environ, **step.env}.items()
+                   if k not in step.env_unset}
+            step.proc = subprocess.Popen(srun_argv, env=env,
                                          stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as e:

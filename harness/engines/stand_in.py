@@ -13,11 +13,12 @@ docs/multinode.md.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
-from harness.config.schema_catalog import Deployment, RoleLaunch
+from harness.config.schema_catalog import Deployment, InstancePlacement, RoleLaunch
 from harness.engines.multinode_roles import WORKER_ROLES
 
 STAND_INS = ("dynamo-mocker",)
@@ -59,35 +60,65 @@ def stand_in_deployment(sc: SweepConfig, dep: Deployment, where) -> Deployment:
                           "tokenizer and config.json")
     discovery = cfg.discovery_dir or "{launch_dir}/discovery"
     env = {"DYN_FILE_KV": discovery}
+    block = _block_size(dep)
     out: list[RoleLaunch] = []
     for r in dep.roles:
         if r.role in DROPPED:
             continue
         if r.role in WORKER_ROLES:
-            out.append(_mocker(r, str(python), str(model), env))
+            out.append(_mocker(r, str(python), str(model), env, block))
         elif r.role == "frontend":
             out.append(_frontend(r, str(python), env))
+        elif _program(r) and shutil.which(_program(r)):  # upstream's own (nginx), on the node
+            out.append(dataclasses.replace(r, image=None, srun={}, preamble=None))
         else:
             raise ConfigError(where("engine.slurm.worker_stand_in"),
                               "engine.slurm.worker_stand_in",
-                              f"the deployment's {r.role} role ({r.name}) has no stand-in: "
-                              "dynamo-mocker replaces Dynamo workers behind dynamo.frontend",
-                              "run this key on GPUs without a stand-in, or attach to it")
+                              f"the deployment's {r.role} role ({r.name}) runs "
+                              f"{_program(r) or r.argv[:1]}, which is not installed here "
+                              "(the stand-in replaces Dynamo's workers only)",
+                              f"install {_program(r)} on the nodes (nginx: apt-get install "
+                              "nginx-light), run this key on GPUs, or attach to it")
     return Deployment(source=f"{dep.source} [workers: {cfg.worker_stand_in}]", image=None,
                       gpus_per_node=dep.gpus_per_node, nodes=dep.nodes, roles=out)
 
 
-def _mocker(r: RoleLaunch, python: str, model: str, env: dict[str, str]) -> RoleLaunch:
+def _program(r: RoleLaunch) -> str:
+    """The program a role runs: argv[0], or the first word of upstream's `bash -c TEXT`."""
+    if r.argv[:2] in (["bash", "-c"], ["sh", "-c"]) and len(r.argv) > 2:
+        return r.argv[2].split()[0] if r.argv[2].split() else ""
+    return r.argv[0] if r.argv else ""
+
+
+def _block_size(dep: Deployment) -> list[str]:
+    """The frontend's KV block size, which its router hashes by: the mocker's must match."""
+    for r in dep.roles:
+        if r.role == "frontend":
+            for i, a in enumerate(r.argv):
+                if a == "--kv-cache-block-size" and i + 1 < len(r.argv):
+                    return ["--block-size", r.argv[i + 1]]
+                if a.startswith("--kv-cache-block-size="):
+                    return ["--block-size", a.split("=", 1)[1]]
+    return []
+
+
+def _mocker(r: RoleLaunch, python: str, model: str, env: dict[str, str],
+            block: list[str]) -> RoleLaunch:
+    """One mocker per instance, on the instance's first node as upstream places it; what
+    only a real worker needs (GPUs per step, per-step ports, its install preamble, MPI) goes."""
     mode = ["--disaggregation-mode", r.role] if r.role in ("prefill", "decode") else []
     argv = [python, "-m", "dynamo.mocker", "--model-path", model, "--model-name",
-            "{served_name}", *mode, *PLANES]
+            "{served_name}", *mode, *block, *PLANES]
     # /health answers 200 once the worker serves its generate endpoint (registered), not
     # merely once the process is up (Dynamo's system status server, DYN_SYSTEM_*)
     worker_env = {**env, "DYN_SYSTEM_PORT": "{port}", "DYN_SYSTEM_HOST": "{host}",
                   "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS": '["generate"]',
                   "DYN_TCP_RPC_HOST": "{host}", "DYN_EVENT_PLANE_HOST": "{host}"}
-    return dataclasses.replace(r, argv=argv, env=worker_env, files={},
-                               port=SYSTEM_PORT[r.role], ready="/health")
+    placement = [InstancePlacement(nodes=p.nodes[:1]) for p in r.placement]
+    return dataclasses.replace(r, argv=argv, env=worker_env, files={}, nodes=1,
+                               port=SYSTEM_PORT[r.role], ready="/health", placement=placement,
+                               procs_per_node=1, vary={}, preamble=None, env_unset=[], srun={},
+                               image=None)
 
 
 def _frontend(r: RoleLaunch, python: str, env: dict[str, str]) -> RoleLaunch:
@@ -102,4 +133,8 @@ def _frontend(r: RoleLaunch, python: str, env: dict[str, str]) -> RoleLaunch:
             del flags[i:i + 2]
     argv = [python, "-m", "dynamo.frontend", *flags, "--http-host", "{host}", *PLANES]
     env = {**r.env, **env, "DYN_TCP_RESPONSE_STREAM_HOST": "{host}"}
-    return dataclasses.replace(r, argv=argv, env=env, ready=None)
+    for upstream_only in ("ETCD_ENDPOINTS", "NATS_SERVER", "DYN_REQUEST_PLANE",
+                          "DYN_DISCOVERY_BACKEND"):  # the planes are the stand-in's own
+        env.pop(upstream_only, None)
+    return dataclasses.replace(r, argv=argv, env=env, preamble=None, srun={},
+                               image=None, env_unset=[])
