@@ -71,3 +71,64 @@ def test_a_metric_with_nothing_close_points_at_the_list() -> None:
     assert r.returncode == 2
     line, = r.stderr.splitlines()
     assert "'zzzz'" in line and "`harness metrics` lists all" in line
+
+
+# Every subcommand misused: a file that is not there, an argument it does not take. The fix
+# words are what each message must name besides the input (a command to run, what to give).
+MISUSES = [
+    ("sweep", ["sweep", "--bogus"], "--bogus"),
+    ("sweep", ["sweep", "engine=nosuch"], "nosuch"),
+    ("dashboard", ["dashboard", "/nope/run"], "/nope/run"),
+    ("dashboard", ["dashboard"], "runs"),
+    ("traces", ["traces", "stats", "/nope/t.json"], "/nope/t.json"),
+    ("traces", ["traces", "stats", "--format", "xml", "t.json"], "xml"),
+    ("acceptance", ["acceptance", "list", "--bogus"], "--bogus"),
+    ("acceptance", ["acceptance", "import-golden", "/nope/ix"], "/nope/ix"),
+    ("calibrate", ["calibrate", "--bogus"], "--bogus"),
+    ("ingest-inferencex", ["ingest-inferencex", "/nope/rows.json", "--out", "/tmp/x"],
+     "/nope/rows.json"),
+    ("ingest-inferencex", ["ingest-inferencex", "/etc/hostname", "--out", "/tmp/x"],
+     "/etc/hostname"),
+    ("table", ["table", "/nope/run", "--targets", "10"], "/nope/run"),
+    ("table", ["table", "/nope/run", "--targets", "ten"], "ten"),
+    ("speculation", ["speculation", "/nope/run"], "/nope/run"),
+    ("gate", ["gate", "--baseline", "/nope/a", "--candidate", "/nope/b"], "/nope/a"),
+    ("gate", ["gate", "--baseline", "/nope/a", "--candidate", "/nope/b", "--metric", "zz"],
+     "zz"),
+    ("baseline", ["baseline", "/nope/run", "--to", "/tmp/never"], "/nope/run"),
+    ("metrics", ["metrics", "p99_ttf"], "p99_ttf"),
+    ("metrics", ["metrics", "--bogus"], "--bogus"),
+    ("export", ["export", "inferencex", "/nope/run", "--out", "/tmp/never"], "/nope/run"),
+    ("export", ["export", "csv", "/nope/run", "--out", "/tmp/never"], "csv"),
+    ("eval", ["eval", "--bogus"], "--bogus"),
+    ("eval", ["eval", "nosuchkey=1"], "nosuchkey"),
+    ("check", ["check", "nosuch"], "nosuch"),
+    ("check", ["check", "lossless", "--bogus"], "--bogus"),
+    ("catalog", ["catalog", "show", "no-such-key"], "no-such-key"),
+    ("catalog", ["catalog", "diff", "/nope/a", "/nope/b"], "/nope/a"),
+    ("catalog", ["catalog", "import", "/nope/ix"], "/nope/ix"),
+    (None, ["swep"], "sweep"),
+]
+# ConfigError (harness/config/errors.py) renders as a four-line block (where, key, problem,
+# fix): one message, but not one line yet; its owner decides the format.
+CONFIG_BLOCK = {("sweep", "engine=nosuch"), ("eval", "nosuchkey=1")}
+
+
+def test_every_subcommand_has_a_misuse_case() -> None:
+    from harness.cli.main import COMMANDS
+
+    assert set(COMMANDS) <= {cmd for cmd, _, _ in MISUSES}
+
+
+@pytest.mark.parametrize(("cmd", "args", "named"), MISUSES,
+                         ids=[" ".join(a) for _, a, _ in MISUSES])
+def test_bad_input_is_one_message_exit_2_no_traceback(cmd, args, named) -> None:
+    r = harness(*args, timeout=300)
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    heads = [x for x in lines if x.startswith("harness")]
+    assert len(heads) == 1 and named in r.stderr, r.stderr
+    if (args[0], args[-1]) in CONFIG_BLOCK:
+        pytest.xfail("ConfigError's four-line block (harness/config/errors.py)")
+    assert len(lines) == 1, r.stderr

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.cli.parser import Parser
 from harness.config.locations import repo_root
 
 
@@ -58,7 +59,8 @@ def _print_or_fail(name: str, render: Callable[[], str]) -> int:
     try:
         print(render())
     except (KeyError, ValueError, FileNotFoundError) as e:
-        print(f"harness catalog {name}: {e}", file=sys.stderr)
+        said = e.args[0] if isinstance(e, KeyError) and e.args else e  # KeyError quotes its str
+        print(f"harness catalog {name}: {said}", file=sys.stderr)
         return 2
     return 0
 
@@ -72,6 +74,11 @@ def _show(a: argparse.Namespace) -> int:
 def _diff(a: argparse.Namespace) -> int:
     from harness.catalog.diff import diff
 
+    for d in (a.old, a.new):
+        if not d.is_dir():  # else two empty imports compare equal, and nothing says why
+            print(f"harness catalog diff: {d} is not a directory (give two import outputs, "
+                  f"e.g. recipes/recipe/captured of two checkouts)", file=sys.stderr)
+            return 2
     return _print_or_fail("diff", lambda: diff(a.old, a.new))
 
 
@@ -81,7 +88,7 @@ def _verify_e2e(rest: list[str]) -> int:
 
 
 def catalog_command(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="harness catalog",
+    p = Parser(prog="harness catalog",
                                 description="InferenceX's catalog, read from its own files.")
     sub = p.add_subparsers(dest="cmd", required=True)
     imp = sub.add_parser("import", help="capture every launch of an InferenceX checkout")

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
 from pathlib import Path
 
+from harness.cli.parser import Parser
 from harness.config.compose import compose_sweep
 from harness.config.locations import repo_root
 
@@ -28,7 +28,7 @@ def _write(out: Path | None, obj: object) -> None:
 def eval_command(argv: list[str]) -> int:
     from harness.sweep.correctness import standalone_evals
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="harness eval",
         description="Run accuracy evals (lm-eval, InferenceX's settings) against the recipe's "
                     "engine, launched, or attached with engine=endpoint engine.url=URL. "
@@ -51,7 +51,7 @@ def eval_command(argv: list[str]) -> int:
 def check_command(argv: list[str]) -> int:
     from harness.sweep.correctness import standalone_lossless
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="harness check",
         description="lossless: the same prompts with and without the speculator on the same "
                     "engine build; token identity at temperature 0, a two-sample test per "

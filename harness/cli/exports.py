@@ -6,12 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.cli.parser import Parser
+
 FORMATS = {"inferencex": "InferenceX client results (fixed-sequence) and AIPerf artifacts "
                          "(agentic), each with the environment of InferenceX's processing"}
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="harness export",
         description="Write a run's points in another tool's formats, for its own "
                     "post-processing. Only valid points are exported (their pipeline has no "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -11,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.cli.parser import Parser
 from harness.cli.results import _baseline, _dashboard, _export, _gate, _metrics, _table
 from harness.cli.sweep_run import (
     RESULTS_UNWRITABLE,
@@ -118,7 +118,7 @@ def _traces(argv: list[str]) -> int:
 def _acceptance(argv: list[str]) -> int:
     from harness.spec.acceptance import load_table
 
-    p = argparse.ArgumentParser(prog="harness acceptance",
+    p = Parser(prog="harness acceptance",
                                 description="The acceptance-length table (recipes/acceptance/).")
     sub = p.add_subparsers(dest="cmd", required=True)
     ls = sub.add_parser("list", help="show the table")
@@ -132,6 +132,11 @@ def _acceptance(argv: list[str]) -> int:
     if a.cmd == "import-golden":
         from harness.spec.golden import import_golden
 
+        if not (a.dir / "golden_al_distribution").is_dir():
+            print(f"harness acceptance import-golden: {a.dir / 'golden_al_distribution'} is not "
+                  "a directory; point DIR at a checkout of SemiAnalysisAI/InferenceX",
+                  file=sys.stderr)
+            return 2
         return import_golden(a.dir, a.commit)
     rows = [r for r in load_table()
             if (not a.model or r.model == a.model)
@@ -159,7 +164,7 @@ def _calibrate(argv: list[str]) -> int:
         upsert,
     )
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="harness calibrate",
         description="Measure acceptance lengths as InferenceX's golden curves were: the real "
                     "drafter, one clean engine launch per (thinking mode, draft length), "
@@ -206,7 +211,7 @@ def _catalog(argv: list[str]) -> int:
 def _ingest(argv: list[str]) -> int:
     from harness.publish.ingest import IngestError, ingest
 
-    p = argparse.ArgumentParser(prog="harness ingest-inferencex",
+    p = Parser(prog="harness ingest-inferencex",
                                 description="Convert InferenceX dashboard rows into a run "
                                             "directory of harness points.")
     p.add_argument("rows", type=Path, help="JSON rows (GET /api/v1/benchmarks format)")
@@ -289,7 +294,12 @@ def _main(argv: list[str] | None) -> int:
         return 0
     cmd = COMMANDS.get(argv[0])
     if cmd is None:
-        print(f"harness: unknown command {argv[0]!r}\n\n{USAGE}", file=sys.stderr)
+        import difflib
+
+        close = difflib.get_close_matches(argv[0], list(COMMANDS), n=2, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        print(f"harness: unknown command {argv[0]!r}; {hint}`harness --help` lists the "
+              f"commands", file=sys.stderr)
         return 2
     try:
         return cmd(argv[1:])

@@ -7,11 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.cli.parser import Parser
+
 
 def _dashboard(argv: list[str]) -> int:
     from harness.publish.dashboards.page import write_dashboard
 
-    p = argparse.ArgumentParser(prog="harness dashboard",
+    p = Parser(prog="harness dashboard",
                                 description="Write a self-contained offline HTML dashboard.")
     p.add_argument("runs", nargs="+", type=Path, help="run directories (results/<run_id>)")
     p.add_argument("--out", type=Path, default=Path("dashboards/latest.html"))
@@ -71,7 +73,7 @@ def _gate(argv: list[str]) -> int:
     from harness.publish.gate import DEFAULT_METRICS, gate, to_json, to_markdown
     from harness.record.metrics import ranked_metrics
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="harness gate",
         description="Compare a candidate run with a baseline. Exit 0 pass, 1 regression or "
                     "baseline points missing from the candidate, 2 invalid or not comparable.")
@@ -109,7 +111,7 @@ def _table(argv: list[str]) -> int:
     from harness.publish.tables import frontier_table, to_csv, to_markdown
     from harness.record.metrics import ranked_metrics
 
-    p = argparse.ArgumentParser(prog="harness table",
+    p = Parser(prog="harness table",
                                 description="Throughput at interactivity targets, read off "
                                             "each frontier (monotone, never extrapolated; "
                                             "directions from the metric catalogue).")
@@ -138,7 +140,7 @@ def _table(argv: list[str]) -> int:
 def _metrics(argv: list[str]) -> int:
     from harness.record.metrics import CATALOGUE, catalogue_markdown
 
-    p = argparse.ArgumentParser(prog="harness metrics",
+    p = Parser(prog="harness metrics",
                                 description="The metric catalogue (docs/metrics.md).")
     p.add_argument("keys", nargs="*", help="show only these keys")
     a = p.parse_args(argv)
@@ -171,7 +173,7 @@ def _closest_keys(key: str, keys: list[str]) -> str:
 def _baseline(argv: list[str]) -> int:
     import shutil
 
-    p = argparse.ArgumentParser(prog="harness baseline",
+    p = Parser(prog="harness baseline",
                                 description="Save a run's points as a committed baseline.")
     p.add_argument("run", type=Path)
     p.add_argument("--to", type=Path, required=True, help="e.g. results/baselines/<name>")

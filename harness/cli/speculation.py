@@ -4,16 +4,17 @@ load, the best k per load and target, speedup against injected AL, and the cost 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from harness.cli.parser import Parser
 
 
 def main(argv: list[str]) -> int:
     from harness.publish.spec_report import build, to_csv, to_markdown
     from harness.record.point_record import load_flat
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="harness speculation",
         description="Speculative series against their plain match (same model, chip, engine, "
                     "precision, scenario): ratios at equal concurrency and along the "

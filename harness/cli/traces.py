@@ -8,13 +8,15 @@ import re
 import time
 from pathlib import Path
 
+from harness.cli.parser import Parser
+
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")  # owner/name, as scenario.dataset.id
 
 
 def _parser() -> argparse.ArgumentParser:
     from harness.workloads.traces import FORMATS
 
-    p = argparse.ArgumentParser(prog="harness traces", description="Inspect traces.")
+    p = Parser(prog="harness traces", description="Inspect traces.")
     sub = p.add_subparsers(dest="cmd", required=True)
     st = sub.add_parser("stats", help="requests, sessions, sub-agents, ISL/OSL, think times, "
                                       "theoretical prefix-hit rate")
