@@ -25,6 +25,7 @@ from scipy import stats
 from harness.publish.curves import interpolate_at, pareto_frontier, series_label
 from harness.record.metrics import metric
 from harness.record.point_record import PointRecord
+from harness.record.spec_names import spec_label
 
 DEFAULT_METRICS = ("tput_per_gpu", "median_intvty", "median_ttft")
 
@@ -76,9 +77,14 @@ class GateReport:
 
 
 def point_label(p: PointRecord) -> str:
+    """One gate line per matched point: what differs between two points of one scenario and
+    load (the speculator by its own name, k and injected AL: agentic plain and speculative
+    points share a series) is in the line."""
     i = p.identity
     load = f"conc {i.conc}" if i.rate is None else f"rate {i.rate:g}/s ({i.arrival})"
-    return f"{series_label(i.series_key())} · {i.scenario} · {load}"
+    shown = i.spec_method != "none" or i.scenario_kind == "agentic"  # one agentic series
+    spec = f" · {spec_label(p)}" if shown else ""
+    return f"{i.model} {i.precision} · {i.chip} · {i.engine}{spec} · {i.scenario} · {load}"
 
 
 def _group(points: Sequence[PointRecord]) -> dict[tuple[Any, ...], list[PointRecord]]:

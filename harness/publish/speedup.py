@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.publish.curves import interpolate_on_frontier
+from harness.record.spec_names import spec_name
 
 INTVTY = "median_intvty"
 TPUT = "tput_per_gpu"
@@ -32,7 +33,9 @@ TPUT = "tput_per_gpu"
 
 @dataclass(frozen=True, slots=True, order=True)
 class SpecConfig:
-    """One speculative configuration; method "none" is plain decoding."""
+    """One speculative configuration; method "none" is plain decoding. `method` holds the
+    speculator's own name (spec_names.spec_name), which is the method for every speculator
+    but those that share one (self_draft runs draft_model)."""
 
     method: str = "none"
     k: int = 0
@@ -52,7 +55,9 @@ class SpecConfig:
 
 
 def spec_config(p: dict[str, Any]) -> SpecConfig:
-    method = str(p.get("spec_method") or "none")
+    """The point's speculative configuration, named as the user chose it (`self_draft`, not
+    the method `draft_model` it runs: harness/record/spec_names.py)."""
+    method = spec_name(p)
     if method == "none":
         return SpecConfig()
     al = p.get("spec_acceptance_length")

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from harness.record.point_types import line_problem
+from harness.record.spec_names import name_speculators
 
 log = logging.getLogger("harness")
 
@@ -35,6 +36,7 @@ def read_points(run_dir: Path) -> list[dict[str, Any]]:
     if len(mistyped) > NAMED_BAD_LINES:
         log.warning("%s: %d more line(s) of the wrong types skipped", path,
                     len(mistyped) - NAMED_BAD_LINES)
+    name_speculators(points, Path(run_dir))  # `self_draft`, not its method `draft_model`
     return points
 
 

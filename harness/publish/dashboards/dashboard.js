@@ -8,7 +8,9 @@
 const DATA = JSON.parse(document.getElementById("harness-data").textContent);
 const X_AXES = DATA.x_axes;  // [{key, label, better: "higher"|"lower"}]
 const Y_AXES = DATA.y_axes;
-const FILTERS = ["model", "precision", "chip", "engine", "spec_method"];
+const FILTERS = ["model", "precision", "chip", "engine", "spec_name"];
+// the speculator by its own name (self_draft), not the method it runs (draft_model)
+const FILTER_LEGENDS = {spec_name: "speculator"};
 const VIEWS = ["frontier", "compare", "trend", "speculation"];
 const PLOT_CONFIG = {displaylogo: false, responsive: true,
   toImageButtonOptions: {format: "svg", filename: "harness"}};
@@ -118,7 +120,7 @@ function buildFilters() {
   const f = document.getElementById("filters");
   for (const key of FILTERS) {
     const box = el("fieldset", {id: "filter-" + key});
-    box.appendChild(el("legend", {}, key.replace("_", " ")));
+    box.appendChild(el("legend", {}, FILTER_LEGENDS[key] || key.replace("_", " ")));
     for (const v of uniq(DATA.points.map(p => String(p[key])))) {
       const id = `f-${key}-${v}`;
       const cb = el("input", {type: "checkbox", id, "data-key": key, "data-value": v});

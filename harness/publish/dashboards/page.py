@@ -30,6 +30,7 @@ from harness.publish.speedup import base_key, base_label, group_series, spec_con
 from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_record import load_flat
 from harness.record.results import atomic_write
+from harness.record.spec_names import spec_name
 
 # The axes a reader can choose, in menu order; labels and directions are the catalogue's.
 X_AXIS_KEYS = ("median_intvty", "p90_intvty", "p99_intvty", "p90_e2e_intvty", "p75_e2e_intvty",
@@ -111,7 +112,7 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
         f"TP {_fmt(p.get('tp'))} · EP {_fmt(p.get('ep'))} · DP-attention "
         f"{_fmt(p.get('dp_attention'))} · PP {_fmt(p.get('pp'))} · {_fmt(p.get('gpus'))} GPU(s)",
     ]
-    spec = p.get("spec_method") or "none"
+    spec = spec_name(p)
     if spec != "none":
         realised = p.get("spec_realised_al")
         al = (f"AL requested {_fmt(p.get('spec_acceptance_length'))} "
@@ -184,12 +185,14 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
         # published rows are their own series, never merged into ours
         p["series"] = series_label(series_key(p)) + (" · published" if p["published"] else "")
         p["source"] = web_link(p.get("source"))
+        p["spec_name"] = spec_name(p)  # the filter and the point page: self_draft, not its method
         p["hover"] = hover_lines(p)
         p["has_telemetry"] = has_telemetry(p)
         if p["published"] and p.get("source"):
             p["hover"].append(f"published: {p['source']}")
         keep = {k: _clean(p.get(k)) for k in (*_NUMERIC, *SUMMARY_KEYS)}
         for k in ("point_id", "run_id", "model", "precision", "chip", "engine", "spec_method",
+                  "spec_name", "spec_k", "spec_acceptance_length", "spec_acceptance_mode",
                   "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover",
                   "published", "source", "engine_version", "harness_revision",
                   "invalid_reasons", "power_valid", "has_telemetry", "_root", "rate",

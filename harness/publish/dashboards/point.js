@@ -66,8 +66,9 @@ function header() {
   };
   if (i > 0) link(P.siblings[i - 1], "< previous", "prev");
   P.siblings.forEach((s, j) => {
-    if (j === i) nav.appendChild(el("span", {class: "current"}, `c${s.conc} ${s.date || ""} `));
-    else link(s, `c${s.conc} ${s.date || ""}${s.valid ? "" : " (invalid)"}`);
+    const what = `c${s.conc}${s.spec ? " " + s.spec : ""} ${s.date || ""}`;
+    if (j === i) nav.appendChild(el("span", {class: "current"}, `${what} `));
+    else link(s, `${what}${s.valid ? "" : " (invalid)"}`);
   });
   if (i >= 0 && i < P.siblings.length - 1) link(P.siblings[i + 1], "next >", "next");
 }

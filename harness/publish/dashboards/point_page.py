@@ -27,6 +27,7 @@ import orjson
 from harness.publish.dashboards.point_data import point_payload
 from harness.record.catalogue import metric
 from harness.record.results import atomic_write, safe_name
+from harness.record.spec_names import spec_label
 
 NO_TELEMETRY = "no power telemetry on this host"  # harness.publish.dashboards.page says it too
 
@@ -61,9 +62,13 @@ def siblings(points: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]
     out = {}
     for group in groups.values():
         group.sort(key=lambda q: (q.get("conc") or 0, str(q.get("date")), q["point_id"]))
+        # one agentic series holds plain and speculative points: each link says which
+        specs = [spec_label(q) for q in group]
+        mixed = len(set(specs)) > 1
         nav = [{"point_id": q["point_id"], "run_id": q.get("run_id"), "conc": q.get("conc"),
-                "date": q.get("date"), "valid": q.get("valid"), "page": q["page"]}
-               for q in group]
+                "date": q.get("date"), "valid": q.get("valid"), "page": q["page"],
+                "spec": spec if mixed else ""}
+               for q, spec in zip(group, specs, strict=True)]
         for q in group:
             out[_key(q)] = nav
     return out
@@ -125,12 +130,16 @@ def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, An
     payload = {"point": {k: p.get(k) for k in ("point_id", "run_id", "series", "scenario",
                                                 "scenario_kind", "valid", "published",
                                                 "source", "hover", "invalid_reasons",
-                                                "spec_method", "spec_why", "spec_realised_al",
+                                                "spec_method", "spec_name", "spec_why",
+                                                "spec_realised_al",
                                                 "spec_drafts", "spec_draft_tokens",
                                                 "spec_accepted_tokens")},
                "summary": summary_rows(p),
                "data": data, "siblings": nav, "dashboard": dashboard_href}
-    title = f"{p.get('series')} · {p.get('scenario')} · concurrency {p.get('conc')}"
+    spec = spec_label(p)
+    shown = spec != "plain" or p.get("scenario_kind") == "agentic"  # one agentic series
+    title = (f"{p.get('series')}{f' · {spec}' if shown else ''} · {p.get('scenario')} · "
+             f"concurrency {p.get('conc')}")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
