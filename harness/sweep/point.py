@@ -16,6 +16,7 @@ from harness.record import energy
 from harness.record.goodput import Slo, goodput_metrics
 from harness.record.metrics import GpuCount, point_metrics
 from harness.record.point_record import PointIdentity, PointRecord
+from harness.record.spec_names import speculator_name
 from harness.record.validity import (
     Rule,
     ValiditySettings,
@@ -202,7 +203,11 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
                     "harness_revision": ctx.revision, "started_at": started,
                     "finished_at": finished, "measured_start_wall": meas.measured.start_wall},
         extras={**{k: v for k, v in values.items() if not _is_metric(k)},
-                **plan.fields()},
+                **plan.fields(),
+                # the speculator's own name (self_draft, not the engine's draft_model)
+                "spec_name": speculator_name(ctx.sc.speculator.method,
+                                             ctx.sc.speculator.draft_model),
+                "spec_draft_model": ctx.sc.speculator.draft_model},
     )
 
 
