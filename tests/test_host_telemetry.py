@@ -168,3 +168,31 @@ def test_a_bad_host_setting_is_refused_naming_the_key() -> None:
         host_settings(SimpleNamespace(validity=ValidityConfig(host="loose")))
     with pytest.raises(ConfigError, match=r"validity\.host_steal_max"):
         host_settings(SimpleNamespace(validity=ValidityConfig(host_steal_max=-1)))
+
+
+def test_an_engine_the_harness_did_not_launch_is_ours_by_its_listening_port() -> None:
+    from harness.engines.process import free_port
+
+    port = free_port()
+    serve = ("import socket\ns = socket.socket()\n"
+             f"s.bind(('127.0.0.1', {port})); s.listen()\nwhile 1: pass\n")
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', "
+         f"{serve!r}], start_new_session=True, stdout=subprocess.DEVNULL, "
+         "stderr=subprocess.DEVNULL); print(p.pid)"],
+        capture_output=True, text=True, check=True, timeout=20)
+    engine = int(out.stdout.strip())
+    try:
+        deadline = time.monotonic() + 10
+        while not host.listening_pids(port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert host.listening_pids(port) == {engine}
+        with host.HostSampler(0.5) as h:
+            h.add_root(engine)
+            time.sleep(2.0)
+        named = {pid for r in h.readings for pid, _, _ in r.top}
+        assert engine not in named and sum(r.ours_s for r in h.readings) > 0.1
+    finally:
+        _kill(engine)
+    assert host.listening_pids(free_port()) == set()

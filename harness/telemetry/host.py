@@ -22,6 +22,7 @@ Linux only; elsewhere the sampler records an error and no readings (a gap, never
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -131,6 +132,38 @@ def descendants(procs: Iterable[ProcTimes], roots: Iterable[int]) -> set[int]:
             seen.add(pid)
             stack.extend(children.get(pid, ()))
     return seen
+
+
+def listening_pids(port: int, proc: Path = PROC) -> set[int]:
+    """The processes holding a socket that listens on TCP `port` (IPv4 or IPv6): an engine
+    this host serves that the harness did not launch (attached on loopback, in a container),
+    whose CPU is then ours, not a neighbour's."""
+    inodes: set[str] = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{f[9]}]")
+    pids: set[int] = set()
+    if not inodes:
+        return pids
+    for d in os.scandir(proc):
+        if not d.name.isdigit():
+            continue
+        try:
+            fds = os.scandir(Path(d.path, "fd"))
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd.path) in inodes:
+                        pids.add(int(d.name))
+                        break
+        except OSError:  # gone, or not ours to read
+            continue
+    return pids
 
 
 class HostSampler:
