@@ -101,6 +101,10 @@ def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
         ) from None
     except ValidationError as e:
         full = str(e.full_key)
+        if "is not a ListConfig" in e.msg:  # `concurrency=0`: OmegaConf names its node types
+            raise ConfigError(where(full), full, "a list is expected, got a single value",
+                              f"write it in brackets: {full}=[1,2,4] ({_type_fix(full)})"
+                              ) from None
         raise ConfigError(where(full), full, e.msg.split("\n")[0], _type_fix(full)) from None
     missing = sorted(OmegaConf.missing_keys(merged))
     if missing:
