@@ -47,7 +47,9 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def test_a_busy_process_outside_our_trees_is_foreign_and_our_own_child_is_not() -> None:
+def test_a_busy_process_outside_our_trees_is_foreign_and_our_own_child_is_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host, "TOP_N", 1000)  # name every foreign process (a busy host has many)
     ours = subprocess.Popen(BUSY)
     foreign = 0
     try:
@@ -69,7 +71,7 @@ def test_a_busy_process_outside_our_trees_is_foreign_and_our_own_child_is_not() 
     f = host.window_figures(h.readings, t0, t1)
     window = t1 - t0
     ours_cores, foreign_cores = (a1 - a0) / window, (b1 - b0) / window
-    assert foreign_cores > 0.1 and ours_cores > 0.1  # each loop got CPU, even shared
+    assert foreign_cores > 0.02 and ours_cores > 0.02  # each loop ran, on a shared host too
     # The foreign loop is counted (within a sample's tick rounding and window edges) and our
     # child is in ours, never in foreign's named processes.
     assert f.procs_cores >= 0.8 * foreign_cores
