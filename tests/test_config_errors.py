@@ -127,3 +127,42 @@ def test_sweep_help_lists_every_group_and_its_options() -> None:
     assert "engine: atom, endpoint, llamacpp, sglang, trtllm, vllm, vllm-cpu" in groups
     assert "acceptance" not in groups  # data that merely holds YAML is not a choice
     assert "--fresh run_id=<id>" in r.stdout
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", "sweep", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_an_override_hydra_cannot_parse_is_one_line_and_exit_2(tmp_path) -> None:
+    r = _cli("concurrency=[1,2", f"results_dir={tmp_path}/res")
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "'concurrency=[1,2'" in lines[0] and "fix:" in lines[0]
+    assert "concurrency=[1,2,4]" in lines[0] and "hydra.cc" not in lines[0]
+    assert not (tmp_path / "res").exists()
+
+
+def test_a_single_value_where_a_list_belongs(tmp_path) -> None:
+    r = _cli("concurrency=0", f"results_dir={tmp_path}/res")
+    assert r.returncode == 2, r.stderr
+    assert "key:     concurrency" in r.stderr and "a list is expected" in r.stderr
+    assert "concurrency=[1,2,4]" in r.stderr and "AnyNode" not in r.stderr
+    assert not (tmp_path / "res").exists()  # composed and refused before Hydra wrote a thing
+
+
+def test_a_start_refused_inside_the_run_leaves_the_results_as_they_were(tmp_path) -> None:
+    """A trace that does not load is found once the workload is built (after Hydra made the
+    run's directory and results/latest was repointed): both are put back."""
+    res = tmp_path / "res"
+    (res / "old").mkdir(parents=True)
+    (res / "latest").symlink_to("old")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"nope": 1}')
+    r = _cli("engine=endpoint", "engine.url=http://127.0.0.1:9", "scenarios=agentic-weka-cpu",
+             f"scenario.trace_files=[{bad}]", f"results_dir={res}", "run_id=tr")
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "bad trace" in r.stderr
+    assert sorted(p.name for p in res.iterdir()) == ["latest", "old"]
+    assert (res / "latest").readlink().as_posix() == "old"
