@@ -27,6 +27,9 @@ LLAMA_FLAGS: dict[str, tuple[str, type]] = {
     "--no-warmup": ("warmup", bool), "--no-context-shift": ("ctx_shift", bool),
     "--no-kv-offload": ("no_kv_offload", bool), "-nkvo": ("no_kv_offload", bool),
     "--no-perf": ("no_perf", bool),
+    # llama.cpp's own thread pool's polling level (0-100) while it waits for work; a build with
+    # OpenMP (the xllamacpp wheel's) waits in libgomp instead: engine.env OMP_WAIT_POLICY.
+    "--poll": ("cpuparams.poll", int), "--poll-batch": ("cpuparams_batch.poll", int),
 }
 _NEGATED = {"--no-warmup", "--no-context-shift", "--no-perf"}  # these set their field False
 
