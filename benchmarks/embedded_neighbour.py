@@ -40,6 +40,7 @@ SETTINGS: dict[str, tuple[int | None, dict[str, object], dict[str, str]]] = {
     "default": (None, {}, {}),
     "poll0": (None, POLL0, {}),
     "passive": (None, {}, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "spin1k": (None, {}, {"GOMP_SPINCOUNT": "1000"}),
     "spin10k": (None, {}, {"GOMP_SPINCOUNT": "10000"}),
     "spin100k": (None, {}, {"GOMP_SPINCOUNT": "100000"}),
     "t1passive": (1, {}, {"OMP_WAIT_POLICY": "PASSIVE"}),
