@@ -182,6 +182,7 @@ def _undo_start() -> None:
 def main(argv: list[str]) -> None:
     """Run the Hydra app with argv (the arguments after `harness sweep`): the command line is
     composed and checked first (harness.sweep.precheck), so a refusal writes nothing."""
+    interrupts.guard_sigterm()  # a SIGTERM must not land in a callback that swallows it
     dry = precheck.DRY_RUN in argv
     argv = [a for a in argv if a != precheck.DRY_RUN]
     overrides = precheck.overrides_of(argv)

@@ -93,3 +93,63 @@ def test_an_mtp_label_the_server_never_shows_is_invalid_unless_waived(tmp_path, 
     else:
         assert any("mtp k=3 was never observed" in x for x in p["invalid_reasons"])
         assert not p["valid"]
+
+
+# A SIGTERM whose handler runs while the main thread is inside a uvloop transport callback:
+# uvloop catches BaseException there (handles/stream.pyx `__uv_stream_on_read_impl`), so
+# without interrupts.guard_sigterm the exit is logged as a transport error and the loop runs
+# on (about half the tries on a busy callback). Six tries, each must end the loop.
+TRANSPORT_PROBE = r"""
+import asyncio, os, signal, socket, threading
+from harness.cli.main import Terminated, _terminate
+from harness.client.streaming import run_async
+from harness.sweep import interrupts
+
+signal.signal(signal.SIGTERM, _terminate)
+interrupts.guard_sigterm()
+lsock = socket.socket(); lsock.bind(("127.0.0.1", 0)); lsock.listen()
+
+def serve():  # a thread that never takes the signal: it must reach the loop's thread
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    while True:
+        c, _ = lsock.accept()
+        try:
+            while True:
+                c.sendall(b"x" * 64)
+        except OSError:
+            pass
+
+threading.Thread(target=serve, daemon=True).start()
+
+class Busy(asyncio.Protocol):
+    def data_received(self, data):  # Python work inside the transport's callback
+        n = 0
+        for _ in range(2000):
+            n += 1
+
+def kill():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    os.kill(os.getpid(), signal.SIGTERM)
+
+async def one():
+    loop = asyncio.get_running_loop()
+    await loop.create_connection(Busy, "127.0.0.1", lsock.getsockname()[1])
+    threading.Timer(0.3, kill).start()
+    await asyncio.sleep(3)
+
+ended = 0
+for _ in range(6):
+    try:
+        run_async(one())
+    except Terminated as e:
+        ended += e.code == 143
+print("ended", ended)
+"""
+
+
+def test_a_sigterm_inside_a_transport_callback_still_ends_the_loop() -> None:
+    r = subprocess.run([sys.executable, "-c", TRANSPORT_PROBE], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["ended", "6"], r.stdout + r.stderr[-3000:]
+    assert "Fatal error on transport" not in r.stderr
