@@ -124,7 +124,11 @@ def test_sweep_help_lists_every_group_and_its_options() -> None:
     groups = r.stdout.split("== Config groups ==")[1].split("== Settings")[0]
     assert "scenarios: agentic-" in groups and "agentic-weka," in groups  # sorted by name
     assert "fixed-128x64" in groups
-    assert "engine: atom, endpoint, llamacpp, sglang, trtllm, vllm, vllm-cpu" in groups
+    engines = sorted(f.stem for f in (repo_root() / "recipes" / "engine").glob("*.yaml"))
+    assert f"engine: {', '.join(engines)}\n" in groups and "llamacpp, " in groups
+    # a subfolder's options are counted and named by where they are, not spelt out
+    n = len(list((repo_root() / "recipes" / "recipe" / "multinode").glob("*.yaml")))
+    assert f"multinode/<name> ({n} more, in recipes/recipe/multinode/)" in groups
     assert "acceptance" not in groups  # data that merely holds YAML is not a choice
     assert "--fresh run_id=<id>" in r.stdout
 
