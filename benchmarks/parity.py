@@ -45,7 +45,8 @@ def run_cell(tool: str, cell: Cell, work: Path) -> dict:
     args = ["--ttft-ms", str(shape["ttft_ms"]), "--itl-ms", str(shape["itl_ms"]),
             "--tokens-per-chunk", str(cell.events_per_write)]
     row: dict = {"tool": tool, "concurrency": cell.concurrency,
-                 "events_per_write": cell.events_per_write, "requests_sent": cell.requests}
+                 "events_per_write": cell.events_per_write, "requests_sent": cell.requests,
+                 "loadavg_1m": round(os.getloadavg()[0], 2)}
     with spawn_server("benchmarks.parity_server", *args, env={"PYTHONPATH": str(ROOT)}) as port:
         url = f"http://127.0.0.1:{port}"
         t0 = time.monotonic()
@@ -77,12 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows_path = out_dir / "cells.jsonl"
     skipped: dict[str, str] = {}
+    versions: dict[str, str] = {}
     for tool in a.tools:
         why = TOOLS[tool].prepare()
         if why:
             skipped[tool] = why
             print(f"skip {tool}: {why}", flush=True)
             continue
+        versions[tool] = TOOLS[tool].version()
         for epw in a.events_per_write:
             for conc in a.concurrency:
                 cell = Cell(conc, epw, requests_for(conc, a.quick), SHAPES[epw]["osl"])
@@ -93,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                     f.write(json.dumps(row) + "\n")
                 print(summary_line(row), flush=True)
     (out_dir / "skipped.json").write_text(json.dumps(skipped, indent=1))
+    (out_dir / "versions.json").write_text(json.dumps(versions, indent=1))
+    print(f"versions: {versions}")
     print(f"cells: {rows_path}")
     with contextlib.suppress(Exception):
         print(markdown(rows_path))

