@@ -1,0 +1,352 @@
+"""Capture each InferenceX multi-node key's per-role launch into its attach recipe's rows.
+
+    python -m harness.catalog.multinode_capture --inferencex GITDIR --srt-slurm GITDIR \
+        --out recipes/recipe/multinode --python /path/to/venv/bin/python [--keys K ...]
+
+For every srt-slurm row (a `CONFIG_FILE=` setting): the launcher's checkout of srt-slurm
+(harness/catalog/multinode_pins.py) is unpacked from the srt-slurm git dir into a temporary
+directory, InferenceX's recipe folders are copied over it as the launcher copies them, an
+`srtslurm.yaml` like the launcher's is written (fake account/partition, the recipe's model
+alias pointing at an empty directory, the master's image for the container aliases), and
+srtctl's own orchestrator is run on the recipe under recording stand-ins
+(harness/catalog/multinode_srtdriver.py, run by --python: an interpreter with srtctl's
+dependencies, never the harness's). Its records become the row's `deployment:` block
+(harness/catalog/multinode_roles.py). Rows that cannot be captured are listed with the
+reason in IMPORT_REPORT.md. Nothing of upstream's is written into the output but the
+captured argv/env/file text."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.catalog import multinode, multinode_report
+from harness.catalog.multinode_pins import Pin, pin_for
+from harness.catalog.multinode_roles import NotCaptured, deployment
+
+DRIVER = Path(__file__).with_name("multinode_srtdriver.py")
+RECIPES = "benchmarks/multi_node/srt-slurm-recipes/"
+NGINX_IMAGE = "nginx:1.27.4"  # runners/launch_gb200-nv.sh@843c6254 NGINX_IMAGE
+
+
+def git(git_dir: str, *args: str, binary: bool = False) -> Any:
+    out = subprocess.run(["git", "-C", git_dir, *args], check=True,
+                         capture_output=True)
+    return out.stdout if binary else out.stdout.decode()
+
+
+def resolve_ref(srt_git: str, ref: str, before: str) -> str:
+    """A tag or commit as it is; a branch (`main`, `sa-submission-q2-2026`) as it stood at
+    the InferenceX commit's date, since the launcher checks out whatever it was then."""
+    for cand in (f"refs/tags/{ref}", f"refs/heads/{ref}"):
+        try:
+            git(srt_git, "rev-parse", "--verify", "--quiet", cand)
+        except subprocess.CalledProcessError:
+            continue
+        if cand.startswith("refs/tags/"):
+            return git(srt_git, "rev-parse", cand + "^{commit}").strip()
+        return git(srt_git, "rev-list", "-1", f"--before={before}", cand).strip()
+    return git(srt_git, "rev-parse", ref + "^{commit}").strip()
+
+
+def launcher_of(runner: str, runners_yaml: dict[str, Any], launchers: set[str]) -> str:
+    """The launch script a runner label runs: `launch_${RUNNER_NAME%%_*}.sh`
+    (.github/workflows/benchmark-multinode-tmpl.yml@843c6254), the runner's names from
+    configs/runners.yaml's labels; a label not listed there that names a launch script itself
+    (`gb300-nv`) runs that script."""
+    names = (runners_yaml.get("labels") or {}).get(runner) or []
+    if names:
+        return str(names[0]).split("_", 1)[0]
+    bare = runner.split(":", 1)[-1]
+    if bare in launchers:
+        return bare
+    raise NotCaptured(f"runner {runner!r} is not in configs/runners.yaml and names no "
+                      "runners/launch_*.sh")
+
+
+def config_file(row: dict[str, Any]) -> str | None:
+    for s in [*(row["prefill"].get("additional-settings") or []),
+              *(row["decode"].get("additional-settings") or [])]:
+        if s.startswith("CONFIG_FILE="):
+            return s.split("=", 1)[1]
+    return None
+
+
+def uses_power(ix_git: str, commit: str, cfg: str) -> bool:
+    """The launcher's dcgm-power test: InferenceX's copy of the recipe carries a telemetry
+    block with `provider: dcgm-power` and `enabled: true` (launch_gb200-nv.sh@843c6254)."""
+    rel = cfg.split(":", 1)[0]
+    rel = rel[len("recipes/"):] if rel.startswith("recipes/") else rel
+    try:
+        text = git(ix_git, "show", f"{commit}:{RECIPES}{rel}")
+    except subprocess.CalledProcessError:
+        return False
+    block, on, prov = False, False, False
+    for line in text.splitlines():
+        if line.startswith("telemetry:"):
+            block = True
+            continue
+        if block and line[:1] not in (" ", ""):
+            block = False
+        if block and line == "  provider: dcgm-power":
+            prov = True
+        if block and line == "  enabled: true":
+            on = True
+    return on and prov
+
+
+class Trees:
+    """srt-slurm checkouts with InferenceX's recipes copied over, one per (commit, overlays)."""
+
+    def __init__(self, base: Path, srt_git: str, ix_git: str, ix_commit: str):
+        self.base, self.srt_git, self.ix_git, self.ix_commit = base, srt_git, ix_git, ix_commit
+        self.made: dict[tuple, Path] = {}
+
+    def _extract(self, git_dir: str, rev: str, dest: Path, paths: list[str]) -> None:
+        data = git(git_dir, "archive", "--format=tar", rev, *paths, binary=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(dest, filter="data")
+
+    def get(self, sha: str, overlays: tuple[tuple[str, str], ...]) -> Path:
+        key = (sha, overlays)
+        if key in self.made:
+            return self.made[key]
+        dest = self.base / f"srt-{len(self.made)}"
+        dest.mkdir(parents=True)
+        self._extract(self.srt_git, sha, dest, [])
+        if overlays:
+            ix = self.base / "ix"
+            if not ix.exists():
+                self._extract(self.ix_git, self.ix_commit, ix, [RECIPES.rstrip("/")])
+            for src, dst in overlays:
+                s, d = ix / RECIPES / src, dest / dst
+                if s.is_file():
+                    d.parent.mkdir(parents=True, exist_ok=True)
+                    d.write_bytes(s.read_bytes())
+                    continue
+                for f in s.rglob("*"):
+                    if f.is_file():
+                        t = d / f.relative_to(s)
+                        t.parent.mkdir(parents=True, exist_ok=True)
+                        t.write_bytes(f.read_bytes())
+        self.made[key] = dest
+        return dest
+
+
+def _model_alias(recipe: Path) -> tuple[str | None, str | None]:
+    raw = yaml.safe_load(recipe.read_text()) or {}
+    for block in (raw, raw.get("base") or {}):
+        model = block.get("model") or {}
+        if model.get("path"):
+            return str(model["path"]), str(model.get("container") or "")
+    return None, None
+
+
+def srtslurm_yaml(tree: Path, gpus_per_node: int, paths: dict[str, str], image: str) -> str:
+    """The launcher's srtslurm.yaml with this sandbox's values (account/partition fake, the
+    model aliases at an empty directory, the image by name where upstream uses its squash)."""
+    return yaml.safe_dump({
+        "default_account": "account", "default_partition": "partition",
+        "default_time_limit": "6:00:00", "gpus_per_node": gpus_per_node,
+        "network_interface": "", "srtctl_root": str(tree), "model_paths": paths,
+        "containers": {"dynamo-trtllm": image, "dynamo-sglang": image, image: image,
+                       "nginx-sqsh": NGINX_IMAGE, "nginx": NGINX_IMAGE},
+        "use_segment_sbatch_directive": False}, sort_keys=False)
+
+
+def capture_in_tree(tree: Path, cfgs: list[str], image: str, python: str,
+                    setup_script: str | None, gpus_per_node: int
+                    ) -> dict[str, dict[str, Any] | str]:
+    """Run srtctl's orchestrator (the checkout's src/srtctl) on recipes of one prepared
+    srt-slurm tree: {recipe: the driver's capture, or why srtctl refused it}."""
+    aliases = {a for a in (_model_alias(tree / c.split(":", 1)[0])[0] for c in cfgs)
+               if a and not a.startswith("/")}  # an absolute path needs no alias
+    model_dir = tree / "_model"
+    model_dir.mkdir(exist_ok=True)
+    paths = {a: str(model_dir) for a in sorted(aliases)}
+    (tree / "srtslurm.yaml").write_text(srtslurm_yaml(tree, gpus_per_node, paths, image))
+    with tempfile.TemporaryDirectory(prefix="mn-capture-") as work:
+        cmd = [python, str(DRIVER), "--workdir", work]
+        for c in cfgs:
+            cmd += ["--recipe", c]
+        if setup_script:
+            cmd += ["--setup-script", setup_script]
+        stand_ins = Path(work) / "bin"
+        stand_ins.mkdir()
+        # srtctl expands SLURM_NODELIST with `scontrol show hostnames`; the stand-in
+        # answers the comma list the driver sets
+        (stand_ins / "scontrol").write_text("#!/bin/sh\necho \"$3\" | tr ',' '\\n'\n")
+        (stand_ins / "scontrol").chmod(0o755)
+        env = {"PYTHONPATH": str(tree / "src"), "PATH": f"{stand_ins}:/usr/bin:/bin",
+               "HOME": work}
+        try:
+            out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                                 timeout=120 + 60 * len(cfgs))
+        except subprocess.TimeoutExpired:
+            return {c: "srtctl's orchestrator did not finish in time" for c in cfgs}
+        if out.returncode != 0:
+            last = [ln for ln in out.stderr.strip().splitlines() if ln.strip()][-1:]
+            return {c: f"srtctl could not be run: {(last or ['(no message)'])[0][:300]}"
+                    for c in cfgs}
+        results = json.loads(out.stdout)
+    got: dict[str, dict[str, Any] | str] = {}
+    for r in results:
+        if "error" in r:
+            got[r["recipe"]] = f"srtctl refused the recipe: {r['error']}"
+        else:
+            r["capture"]["model_path"] = str(model_dir.resolve())
+            got[r["recipe"]] = r["capture"]
+    return got
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m harness.catalog.multinode_capture")
+    ap.add_argument("--inferencex", required=True, help="InferenceX git dir")
+    ap.add_argument("--srt-slurm", required=True, help="NVIDIA/srt-slurm git dir")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--commit", default="843c6254ff69b567f772f6a5fd97675af3d04431")
+    ap.add_argument("--python", default=sys.executable,
+                    help="an interpreter with srtctl's dependencies (not the harness's)")
+    ap.add_argument("--keys", nargs="*", help="only these keys (the others keep no capture)")
+    ap.add_argument("--inline-additions", action="store_true",
+                    help="write the roles' fields beyond RoleLaunch inline, not in "
+                         "deployments/<key>.yaml (once the launch schema has them)")
+    ap.add_argument("--save", help="also write every capture and reason to this JSON file")
+    ap.add_argument("--load", help="rewrite the recipes from a --save file, capturing nothing")
+    a = ap.parse_args(argv)
+    commit, masters = multinode.read_masters(a.inferencex, a.commit)
+    when = git(a.inferencex, "show", "-s", "--format=%cI", commit).strip()
+    runners = yaml.safe_load(git(a.inferencex, "show", f"{commit}:configs/runners.yaml"))
+    if a.load:
+        saved = json.loads(Path(a.load).read_text())
+        deps = {(k, i): d for k, i, d in saved["captured"]}
+        missed = {(k, i): why for k, i, why in saved["missed"]}
+    else:
+        deps, missed = capture_all(a, masters, commit, when, runners)
+    if a.save:
+        Path(a.save).write_text(json.dumps({
+            "captured": [[k, i, d] for (k, i), d in sorted(deps.items())],
+            "missed": [[k, i, w] for (k, i), w in sorted(missed.items())]}, indent=0))
+    keys = multinode.write_attach_recipes(masters, commit, a.out, deps, a.inline_additions)
+    multinode_report.write(Path(a.out) / "IMPORT_REPORT.md", masters, commit, deps, missed,
+                           restricted=a.keys)
+    print(f"{len(keys)} keys written; {len(deps)} rows captured, {len(missed)} not")
+    return 0
+
+
+def capture_all(a, masters: dict, commit: str, when: str, runners: dict
+                ) -> tuple[dict[tuple[str, int], dict], dict[tuple[str, int], str]]:
+    """Every srt-slurm row's deployment, or why it is not captured."""
+    deps: dict[tuple[str, int], dict[str, Any]] = {}
+    missed: dict[tuple[str, int], str] = {}
+    shas: dict[str, str] = {}
+    jobs: dict[tuple, list[tuple[str, int, str, dict, str]]] = {}
+    for master in masters.values():
+        for key, e in master.items():
+            if not (isinstance(e, dict) and e.get("multinode")):
+                continue
+            if a.keys and key not in a.keys:
+                continue
+            k = {"framework": e["framework"], "prefix": e["model-prefix"],
+                 "precision": e["precision"],
+                 "agentic": "agentic-coding" in (e.get("scenarios") or {})}
+            for i, (_, row) in enumerate(multinode.scenario_rows(e, key)):
+                try:
+                    pin, sha, cfg = _plan(a, e, k, row, runners, commit, when, shas)
+                except NotCaptured as err:
+                    missed[(key, i)] = str(err)
+                    continue
+                source = (f"{pin.repo}@{sha} {cfg} (via srtctl's SweepOrchestrator.run under "
+                          "recording stand-ins, harness/catalog/multinode_srtdriver.py; "
+                          f"checkout and recipe overlays as {pin.launcher}@{commit[:8]} "
+                          "makes them" + (f", --setup-script {pin.setup_script}"
+                                          if pin.setup_script else "") + ")")
+                group = (sha, pin.overlays, pin.setup_script, pin.gpus_per_node,
+                         str(e.get("image") or ""), pin.repo)
+                jobs.setdefault(group, []).append((key, i, cfg, row, source))
+    with tempfile.TemporaryDirectory(prefix="mn-capture-") as tmp:
+        trees = Trees(Path(tmp), a.srt_slurm, a.inferencex, commit)
+        for (sha, overlays, setup, gpn, image, repo), rows in jobs.items():
+            tree = trees.get(sha, overlays)
+            todo = []
+            for key, i, cfg, _row, _src in rows:
+                if (tree / cfg.split(":", 1)[0]).is_file():
+                    todo.append(cfg)
+                else:
+                    missed[(key, i)] = (f"{cfg.split(':', 1)[0]} is not in {repo}@{sha[:12]} "
+                                        "with the launcher's overlays")
+            got = capture_in_tree(tree, sorted(set(todo)), image, a.python, setup, gpn) \
+                if todo else {}
+            for key, i, cfg, row, source in rows:
+                if (key, i) in missed:
+                    continue
+                try:
+                    cap = got[cfg]
+                    if isinstance(cap, str):
+                        raise NotCaptured(cap)
+                    dep = deployment(cap, source)
+                    check_pools(dep, row)
+                    deps[(key, i)] = dep
+                except NotCaptured as err:
+                    missed[(key, i)] = str(err)
+            print(f"{repo}@{sha[:12]}: {sum((k, i) in deps for k, i, *_ in rows)}/{len(rows)} "
+                  "rows captured", file=sys.stderr)
+    return deps, missed
+
+
+def _plan(a, e: dict, k: dict, row: dict, runners: dict, commit: str, when: str,
+          shas: dict[str, str]) -> tuple[Pin, str, str]:
+    """The launcher's checkout (its pin, the commit) and the CONFIG_FILE of one row."""
+    cfg = config_file(row)
+    if cfg is None:
+        raise NotCaptured(f"deployed by upstream's own scripts (framework {e['framework']}, "
+                          f"runner {e['runner']}), not srt-slurm: not captured yet")
+    launchers = {p[len("runners/launch_"):-3] for p in git(
+        a.inferencex, "ls-tree", "--name-only", commit, "runners/").split()
+        if p.startswith("runners/launch_")}
+    launcher = launcher_of(str(e["runner"]), runners, launchers)
+    pin = pin_for(launcher, k, uses_power(a.inferencex, commit, cfg))
+    if pin is None:
+        raise NotCaptured(f"runners/launch_{launcher}.sh is not transcribed in "
+                          "harness/catalog/multinode_pins.py")
+    if pin.unavailable:
+        raise NotCaptured(pin.unavailable)
+    if pin.ref not in shas:
+        try:
+            shas[pin.ref] = resolve_ref(a.srt_slurm, pin.ref, when)
+        except subprocess.CalledProcessError as err:
+            raise NotCaptured(f"{pin.repo} ref {pin.ref} is not in the srt-slurm git dir") \
+                from err
+    return pin, shas[pin.ref], cfg
+
+
+def check_pools(dep: dict[str, Any], row: dict[str, Any]) -> None:
+    """The captured workers take the GPUs the master row's pools count (workers x tp x pp x
+    pcp, multinode.pool_gpus); a recipe that takes others is not shipped as this row's."""
+    pre = multinode.pool_gpus(multinode.pool(row["prefill"]))
+    dec = multinode.pool_gpus(multinode.pool(row["decode"]))
+    got = {k: sum(r["instances"] * r["gpus"] for r in dep["roles"] if r["role"] == k)
+           for k in ("prefill", "decode", "aggregated")}
+    if got["aggregated"]:
+        ok = got["aggregated"] == pre + dec and not got["prefill"] and not got["decode"]
+    else:
+        ok = got["prefill"] == pre and got["decode"] == dec
+    if not ok:
+        raise NotCaptured(f"srt-slurm's recipe takes {got['prefill']} prefill / "
+                          f"{got['decode']} decode / {got['aggregated']} aggregated GPUs; the "
+                          f"master row's pools count {pre} prefill + {dec} decode (workers x "
+                          "tp x pp x pcp: a data-parallel pool with tp 1 counts one GPU a "
+                          "worker)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
