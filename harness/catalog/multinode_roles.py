@@ -402,7 +402,7 @@ def deployment(cap: dict[str, Any], source: str) -> dict[str, Any]:
     workers = worker_roles(cap)
     before, after = helper_roles(cap)
     _attach_files(cap, [*before, *workers, *after])
-    serving_port(workers)
+    serving_port([*before, *workers, *after])
     dep = {"source": source, "image": cap["container_image"] or None,
            "gpus_per_node": int(cap["gpus_per_node"]), "nodes": int(cap["nodes"]),
            "roles": escape_foreign([*before, *workers, *after])}
