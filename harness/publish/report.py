@@ -80,13 +80,22 @@ def summary_table(points: Iterable[dict[str, Any]]) -> str:
     notes = []
     for p in points:
         for r in p.get("invalid_reasons") or ():
-            notes.append(f"  conc {p.get('conc')}: {r.splitlines()[0]}")
+            notes.append(f"  {load_name(p)}: {r.splitlines()[0]}")
     out = ["", "=" * len(title), title, "=" * len(title), *lines,
            "times in ms; throughput over the measured window (warmup excluded); "
            "intvty = 1 / median TPOT (tok/s/user)"]
     if notes:
         out += ["invalid points:", *notes]
     return "\n".join(out)
+
+
+def load_name(p: dict[str, Any]) -> str:
+    """A point's load as its run set it: an open-loop point by its arrival rate (its `conc`
+    is the in-flight cap, 0 for none), a closed-loop one by its concurrency."""
+    if p.get("rate") is not None:
+        cap = f", cap {p['conc']}" if p.get("conc") else ""
+        return f"rate {p['rate']:g} req/s{cap}"
+    return f"conc {p.get('conc')}"
 
 
 def print_summary(points: Iterable[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.publish.dashboards.labels import label
 from harness.record.slo_criteria import criteria, judge
 
 
@@ -42,17 +43,34 @@ def capacity_figures(searches: Sequence[dict[str, Any]],
                                 (s.get("lowest_failing"), "#d62728")):
                 if load is not None:
                     shapes.append(_vline(load, color))
-            unit = "ms" if c.key.endswith("_ms") else ""
-            title = (f"{s['job']}: {c.key} {'<=' if c.upper else '>='} {c.bound:g}{unit} · "
-                     f"highest passing {s.get('highest_passing')}, lowest failing "
-                     f"{s.get('lowest_failing')} ({s.get('breaching_metric')}) · "
-                     f"{s.get('num_points')} points")
+            unit = " ms" if c.key.endswith("_ms") else ""
+            name = label(c.key, with_unit=False)
+            title = (f"{s['job']}: {name} {'<=' if c.upper else '>='} {c.bound:g}{unit} · "
+                     f"{_outcome(s)} · {s.get('num_points')} points")
             figs.append({"data": data, "layout": {
                 "title": {"text": title, "font": {"size": 13}}, "shapes": shapes,
-                "xaxis": {"title": {"text": axis}},
-                "yaxis": {"title": {"text": f"{c.key}"}},
+                # log, as the speculation view's load axis: loads double
+                "xaxis": {"title": {"text": _AXIS_NAMES.get(axis, axis)},
+                          "type": "log" if measured and all(x > 0 for x, _ in measured)
+                          else "linear"},
+                "yaxis": {"title": {"text": label(c.key)}},
                 "margin": {"t": 50, "r": 20, "b": 50, "l": 60}, "height": 360}})
     return figs
+
+
+_AXIS_NAMES = {"concurrency": "concurrency (requests in flight)",
+               "rate": "arrival rate (req/s)"}
+
+
+def _outcome(s: dict[str, Any]) -> str:
+    """The search's answer in words; a bound it never found is said, not printed as None."""
+    hp, lf = s.get("highest_passing"), s.get("lowest_failing")
+    passing = (f"highest passing {hp:g}" if isinstance(hp, int | float)
+               else "no load passed")
+    failing = (f"lowest failing {lf:g}" + (f" ({label(str(s['breaching_metric']), False)})"
+                                          if s.get("breaching_metric") else "")
+               if isinstance(lf, int | float) else "no load tried failed")
+    return f"{passing}, {failing}"
 
 
 def _markers(xy: list[tuple[float, float]], name: str, color: str) -> dict[str, Any]:

@@ -8,6 +8,12 @@ function compareX(xa, kind) {
   return xa.better === "higher" ? xa.key : DATA.default_x_by_kind[kind];
 }
 
+// the reader's name of an x axis key (never the key itself)
+function xName(xk) {
+  const a = X_AXES.find(x => x.key === xk);
+  return a ? a.short : xk;
+}
+
 function parseTargets(text) {
   return text.split(",").map(s => Number(s.trim())).filter(v => Number.isFinite(v) && v > 0);
 }
@@ -18,7 +24,10 @@ function bySeriesMap(pts) {
     if (!m.has(p.series)) m.set(p.series, []);
     m.get(p.series).push(p);
   }
-  return new Map([...m.entries()].sort());
+  // by name, as Python sorts them (harness/publish/dashboards/figure.py), so a series has the
+  // same colour on the page and in the CLI's PNG; sorting the entries themselves would compare
+  // "name,[object Object]" strings and put "X · published" before "X"
+  return new Map([...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
 }
 
 // Rows of the comparison table: one per series and target (the table and bars show these).
@@ -56,7 +65,7 @@ function renderCompare(pts, xa, ya, kind) {
   const table = document.getElementById("compare-table");
   table.replaceChildren();
   const head = el("tr");
-  for (const h of ["series", "date", `target ${xk}`, "tok/s/GPU", `$/Mtok (${tier})`, "frontier range", "source"]) head.appendChild(el("th", {}, h));
+  for (const h of ["series", "date", `target: ${xName(xk)} (tok/s/user)`, "tok/s/GPU", `$/Mtok (${tier})`, "frontier range", "source"]) head.appendChild(el("th", {}, h));
   table.appendChild(head);
   for (const r of rows) {
     const tr = el("tr", {"data-series": r.series, "data-target": String(r.target)});
@@ -75,11 +84,11 @@ function renderCompare(pts, xa, ya, kind) {
   targets.forEach((t, j) => {
     const rt = rows.filter(r => r.target === t);
     const marker = {color: DATA.palette[j % DATA.palette.length]};
-    traces.push({type: "bar", name: `${xk} = ${t}`, x: rt.map(r => r.series), y: rt.map(r => r.tput), legendgroup: String(t), marker});
-    traces.push({type: "bar", name: `${xk} = ${t}`, x: rt.map(r => r.series), y: rt.map(r => r.cost), xaxis: "x2", yaxis: "y2", legendgroup: String(t), showlegend: false, marker});
+    traces.push({type: "bar", name: `${xName(xk)} = ${t}`, x: rt.map(r => r.series), y: rt.map(r => r.tput), legendgroup: String(t), marker});
+    traces.push({type: "bar", name: `${xName(xk)} = ${t}`, x: rt.map(r => r.series), y: rt.map(r => r.cost), xaxis: "x2", yaxis: "y2", legendgroup: String(t), showlegend: false, marker});
   });
   Plotly.react("compare-bars", traces, {
-    title: {text: `${DATA.title}: at target ${xk}`}, barmode: "group",
+    title: {text: `Throughput per GPU and $/Mtok (${tier}) at target ${xName(xk)}`}, barmode: "group",
     grid: {rows: 2, columns: 1, pattern: "independent"},
     yaxis: {title: {text: "tok/s/GPU"}}, yaxis2: {title: {text: `$/Mtok (${tier})`}},
     xaxis: {showticklabels: false}, margin: {t: 60, r: 20, b: 200, l: 80}, height: 760,
@@ -121,10 +130,24 @@ function renderTrend(pts, xa, ya, kind) {
     traces.push({type: "scatter", mode: "lines+markers", name: series, x: xs, y: ys,
       line: {color, dash: pub ? "dash" : "solid"}, marker: {symbol: pub ? "diamond" : "circle"}});
   }
+  // a trend needs two dates (or revisions) in one series: one dot per series is no trend,
+  // so say what there is and draw nothing
+  const chart = document.getElementById("trend");
+  const count = document.getElementById("trend-count");
+  if (!traces.some(t => t.x.length >= 2)) {
+    Plotly.purge(chart);
+    chart.hidden = true;
+    const one = traces.map(t => `${t.name}: ${t.y[0].toPrecision(4)} on ${t.x[0]}`);
+    count.textContent = `No trend to draw: every series has a value at ${xName(xk)} = ${target} on one ${by} only`
+      + (one.length ? ` (${one.join("; ")})` : " (no series reaches the target)")
+      + `. Runs on other ${by === "date" ? "dates" : "revisions"} draw the trend.`;
+    return;
+  }
+  chart.hidden = false;
   Plotly.react("trend", traces, {
-    title: {text: `${ya.label} at ${xk} = ${target}, by ${by}`},
+    title: {text: `${ya.short} at ${xName(xk)} = ${target}, by ${by}`},
     xaxis: {title: {text: by}, type: "category", categoryorder: by === "date" ? "category ascending" : "trace"}, yaxis: {title: {text: ya.label}},
     legend: {orientation: "h", y: -0.3}, margin: {t: 60, r: 20, b: 140, l: 80},
   }, PLOT_CONFIG);
-  document.getElementById("trend-count").textContent = `${traces.length} series with a value at the target`;
+  count.textContent = `${traces.length} series with a value at the target`;
 }

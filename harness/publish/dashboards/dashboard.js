@@ -186,7 +186,8 @@ function renderFrontier(pts, xa, ya, kind) {
     }
   }
   const layout = {
-    title: {text: DATA.title},
+    // what the chart shows, from the axes chosen (the page's heading is the run's title)
+    title: {text: `${ya.short} vs ${xa.short} · ${document.getElementById("scenario").value}`},
     xaxis: {title: {text: xa.label}, zeroline: false},
     yaxis: {title: {text: ya.label}, zeroline: false},
     hovermode: "closest", showlegend: true, legend: {orientation: "h", y: -0.2},
@@ -210,11 +211,14 @@ function linkMarkers(chart) {
 function renderSources(pts) {
   const ul = document.getElementById("sources");
   ul.replaceChildren();
-  for (const url of uniq(pts.filter(p => p.published && p.source).map(p => p.source))) {
+  const urls = uniq(pts.filter(p => p.published && p.source).map(p => p.source));
+  for (const url of urls) {
     const li = el("li");
     li.appendChild(el("a", {href: url}, url));
     ul.appendChild(li);
   }
+  // no published rows in view: no "Sources:" line with nothing under it
+  document.getElementById("sources-box").hidden = !urls.length;
 }
 
 // View state <-> URL hash, so a link reproduces a view.

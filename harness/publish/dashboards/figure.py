@@ -29,6 +29,10 @@ def build_figure(points: list[dict[str, Any]], scenario: str | None, x: str, y: 
     scenario = scenario or max(scenarios, key=lambda s: sum(p["scenario"] == s for p in pts))
     xa, ya = _axis(X_AXES, x), _axis(Y_AXES, y)
     by_series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    # colours by the series' rank among all of the scenario's, as the page gives them
+    # (dashboard.js: a series without values on these axes still takes its colour)
+    rank = {s: i for i, s in enumerate(sorted({p["series"] for p in pts
+                                               if p["scenario"] == scenario}))}
     for p in pts:
         if p["scenario"] == scenario and p.get(x) is not None and p.get(y) is not None:
             by_series[p["series"]].append(p)
@@ -38,8 +42,8 @@ def build_figure(points: list[dict[str, Any]], scenario: str | None, x: str, y: 
                                        ya["better"] == "higher")
                  if any(p["scenario_kind"] == "agentic" for sp in by_series.values()
                         for p in sp) else None)
-    for i, (series, sp) in enumerate(sorted(by_series.items())):
-        color = PALETTE[i % len(PALETTE)]
+    for series, sp in sorted(by_series.items()):
+        color = PALETTE[rank[series] % len(PALETTE)]
         # Invalid points stay visible (marked) but never shape a frontier.
         xs = [p[x] if p.get("valid") else None for p in sp]
         idx = pareto_frontier(xs, [p[y] for p in sp],
@@ -58,7 +62,9 @@ def build_figure(points: list[dict[str, Any]], scenario: str | None, x: str, y: 
             fig.add_trace(go.Scatter(x=cx, y=cy, mode="lines", showlegend=False,
                                      legendgroup=series, line={"color": color, "width": 2},
                                      hoverinfo="skip"))
-    fig.update_layout(title=f"{title} — {scenario}" if title else scenario,
+    # what the chart shows, named from its axes as on the page; the run's title beneath
+    heading = f"{ya['short']} vs {xa['short']} · {scenario}"
+    fig.update_layout(title=heading + (f"<br><sup>{title}</sup>" if title else ""),
                       xaxis_title=xa["label"], yaxis_title=ya["label"], showlegend=True,
                       legend={"orientation": "h", "y": -0.2}, template="plotly_white",
                       width=1200, height=700)

@@ -18,6 +18,7 @@ from typing import Any
 from harness.publish import spec_report
 from harness.publish.curves import series_key, series_label, with_costs
 from harness.publish.dashboards.capacity import capacity_figures, read_searches
+from harness.publish.dashboards.labels import CPU_CAVEAT, is_illustrative, label
 from harness.publish.dashboards.point_page import (
     NO_TELEMETRY,
     SUMMARY_KEYS,
@@ -42,8 +43,8 @@ Y_AXIS_KEYS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "goo
 
 
 def _axis(key: str) -> dict[str, str]:
-    m = metric(key)
-    return {"key": key, "label": f"{m.label} ({m.unit})", "better": m.direction}
+    return {"key": key, "label": label(key, shown=False), "short": label(key, with_unit=False),
+            "better": metric(key).direction}
 
 
 def _catalogued(key: str) -> bool:
@@ -196,7 +197,7 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
                   "scenario", "scenario_kind", "conc", "valid", "date", "series", "hover",
                   "published", "source", "engine_version", "harness_revision",
                   "invalid_reasons", "power_valid", "has_telemetry", "_root", "rate",
-                  "arrival"):
+                  "arrival", "validity", "chip_power_kw_all_in"):
             keep[k] = _clean(p.get(k))
         keep["page"] = page_href(out, p) if out is not None else None
         keep["spec_why"] = why.get((base_label(base_key(p)), spec_config(p).label(),
@@ -234,9 +235,13 @@ def _page_js() -> str:
 def _telemetry_note(pts: Sequence[dict[str, Any]]) -> str:
     ours = [p for p in pts if not p.get("published")]
     bare = sum(1 for p in ours if not p.get("has_telemetry"))
-    return ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
+    note = ("" if not bare else f'<p id="telemetry-note">{NO_TELEMETRY}'
             + ("" if bare == len(ours) else f" for {bare} of {len(ours)} points")
-            + ": no measured energy (costs and J/token from the chip's table)</p>")
+            + ": no measured energy; J/token and tokens/s per MW are the chip table's all-in "
+              "power constant, not a measurement</p>")
+    if any(is_illustrative(p) for p in ours):
+        note += f'<p id="price-note">{html.escape(CPU_CAVEAT)}</p>'
+    return note
 
 
 def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
@@ -244,7 +249,8 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
     """The page; `payload` is `payload_points(points, out)` when the caller has it already."""
     from plotly.offline import get_plotlyjs
 
-    pts = [{k: v for k, v in p.items() if k != "_root"}
+    # the rules' detail is the point page's; the dashboard carries only the verdict
+    pts = [{k: v for k, v in p.items() if k not in ("_root", "validity")}
            for p in (payload if payload is not None else payload_points(points, out))]
     data = {
         "title": title,
@@ -277,6 +283,8 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 #spec-chart {{ width: 100%; height: 520px; }}
 .spec-table {{ border-collapse: collapse; margin-bottom: 8px; }}
 .spec-table td, .spec-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
+.spec-table td[data-col="why"], .spec-table td[data-col="note"] {{ min-width: 28em; }}
+#spec-al-chart {{ width: 100%; height: 480px; }}
 </style></head>
 <body>
 <h1>{html.escape(title)}</h1>
@@ -287,11 +295,13 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 {telemetry_note}
 <div id="view-frontier"><div id="chart"></div>
 <p>Markers open the point's page; <b>x</b> marks an invalid point (never on a frontier);
-diamonds and dashed curves are published InferenceX rows. Sources:</p><ul id="sources"></ul>
+diamonds and dashed curves are published InferenceX rows.</p>
+<div id="sources-box" hidden><p>Sources of the published rows:</p><ul id="sources"></ul></div>
 </div>
 <div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
 <div id="view-trend" hidden><div id="trend-count"></div><div id="trend"></div></div>
-<div id="view-speculation" hidden><div id="spec-chart"></div><div id="spec-tables"></div></div>
+<div id="view-speculation" hidden><div id="spec-chart"></div><div id="spec-al-chart" hidden></div>
+<div id="spec-tables"></div></div>
 <div id="capacity"></div>
 <script type="application/json" id="harness-data">{_script_json(data)}</script>
 <script>{get_plotlyjs()}</script>

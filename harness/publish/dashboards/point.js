@@ -5,8 +5,12 @@
 
 const P = JSON.parse(document.getElementById("point-data").textContent);
 const D = P.data;
+// a short toolbar (export, zoom, pan, reset) and titles on the left: the toolbar sits top
+// right and would cover a centred title on a half-width chart
 const CONFIG = {displaylogo: false, responsive: true,
+  modeBarButtonsToRemove: ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"],
   toImageButtonOptions: {format: "svg", filename: "harness-point"}};
+const TITLE = text => ({text, x: 0.01, xanchor: "left", font: {size: 14}});
 const WARMUP = "rgba(128,128,128,0.15)";
 
 // A link from data (an ingested row's run_url, a config, a trace) is http(s) or relative, or
@@ -73,6 +77,27 @@ function header() {
   if (i >= 0 && i < P.siblings.length - 1) link(P.siblings[i + 1], "next >", "next");
 }
 
+// Every recorded rule, passing ones worded as passes (observed against the bound), failing
+// ones with their sentence and fix (harness/publish/dashboards/point_page.py validity_rows).
+function validity() {
+  const rows = P.validity || [];
+  if (!rows.length) return;
+  document.getElementById("validity-title").hidden = false;
+  const t = document.getElementById("validity");
+  t.hidden = false;
+  const passed = rows.filter(r => r.result === "pass").length;
+  const cap = el("caption", {id: "validity-count"}, `${passed} of ${rows.length} rules pass`);
+  t.appendChild(cap);
+  const head = el("tr");
+  for (const h of ["rule", "result", "observed", "bound", "note (a failure and its fix)"]) head.appendChild(el("th", {}, h));
+  t.appendChild(head);
+  for (const r of rows) {
+    const tr = el("tr", {class: r.result === "pass" ? "pass" : "invalid", "data-rule": r.rule});
+    for (const k of ["rule", "result", "observed", "bound", "detail"]) tr.appendChild(el("td", {"data-col": k}, r[k]));
+    t.appendChild(tr);
+  }
+}
+
 function warmupShape(x1) {
   return {type: "rect", xref: "x", yref: "paper", x0: Math.min(x1, -1e-9), x1: 0, y0: 0, y1: 1,
     fillcolor: WARMUP, line: {width: 0}, layer: "below"};
@@ -95,9 +120,12 @@ function distributions() {
        marker: {color: "#1f77b4"}},
       {type: "scatter", mode: "lines", name: "CDF", x: d.cdf_x, y: d.cdf_y, yaxis: "y2",
        line: {color: "#d62728", shape: "hv"}},
-    ], {title: {text: `${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}, p99 ${fmt(d.p99)}` : "")},
+    ], {title: TITLE(`${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}, p99 ${fmt(d.p99)}` : "")),
         xaxis: {title: {text: label}}, yaxis: {title: {text: "requests"}},
-        yaxis2: {overlaying: "y", side: "right", range: [0, 1], title: {text: "CDF"}},
+        // quartiles, not ticks aligned to the count axis' grid (0.211, 0.422, ...)
+        yaxis2: {overlaying: "y", side: "right", range: [0, 1.02], tickmode: "array",
+                 tickvals: [0, 0.25, 0.5, 0.75, 1], ticktext: ["0", "0.25", "0.5", "0.75", "1"],
+                 showgrid: false, title: {text: "CDF"}},
         showlegend: false, margin: {t: 40, r: 50, b: 40, l: 50}}, CONFIG);
   }
 }
@@ -110,7 +138,9 @@ function overTime() {
      line: {shape: "hv", color: "#ff7f0e"}},
   ], {xaxis: {title: {text: "s since measured start (shaded: warmup)"}},
       yaxis: {title: {text: "output tokens/s"}},
-      yaxis2: {overlaying: "y", side: "right", title: {text: "requests in flight"}},
+      // its own ticks (whole requests), not ones synced to the left axis' grid (0.86, 1.73)
+      yaxis2: {overlaying: "y", side: "right", title: {text: "requests in flight"},
+               tickmode: "auto", rangemode: "tozero", tickformat: "d", showgrid: false},
       shapes: [warmupShape(t0Min())], margin: {t: 20, r: 60, b: 50, l: 60}}, CONFIG);
 }
 
@@ -122,13 +152,15 @@ function series() {
   note.textContent = n
     ? `${n} traces from ${D.series_source}, in ${D.series.length} charts (counters as rates per second)`
     : "no time series sampled for this point";
+  const zero = D.series_zero || [];
+  if (zero.length) note.textContent += `; zero throughout, not drawn: ${zero.join(", ")}`;
   const box = document.getElementById("series");
   for (const f of D.series) {
     const div = el("div", {class: "chart", id: "series-" + f.key});
     box.appendChild(div);
     const traces = f.traces.map(s => ({type: "scatter", mode: "lines", x: s.t, y: s.v,
       name: s.name, line: {shape: "hv"}}));
-    Plotly.newPlot(div, traces, {title: {text: f.title},
+    Plotly.newPlot(div, traces, {title: TITLE(f.title),
       xaxis: {title: {text: "s since measured start (shaded: warmup)"}},
       yaxis: {title: {text: f.unit}},
       shapes: [warmupShape(t0Min())], legend: {orientation: "h", y: -0.3},
@@ -189,7 +221,7 @@ function speculation() {
     const div = el("div", {class: "chart", id: "spec-dist-" + k});
     box.appendChild(div);
     Plotly.newPlot(div, [{type: "bar", x: d.hist_x, y: d.hist_y, width: d.hist_width, marker: {color: "#2ca02c"}}],
-      {title: {text: `${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}` : "")},
+      {title: TITLE(`${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}` : "")),
        xaxis: {title: {text: label}}, yaxis: {title: {text: "requests"}}, showlegend: false,
        margin: {t: 40, r: 20, b: 40, l: 50}}, CONFIG);
   }
@@ -224,6 +256,7 @@ function sloChart() {
 }
 
 header();
+validity();
 if (D.has_requests) speculation();
 else if (P.point.spec_method && P.point.spec_method !== "none") {
   document.getElementById("spec-note").textContent = "a published row: no per-request or counter data";
@@ -234,7 +267,10 @@ if (D.has_requests) {
   overTime();
   series();
   if (P.point.scenario_kind === "agentic" || D.timeline.rows.length > 1) timeline();
-  else document.getElementById("timeline-title").textContent = "Request timeline (agentic points)";
+  else {  // one row of requests says nothing a fixed point's over-time chart does not
+    document.getElementById("timeline-title").hidden = true;
+    document.getElementById("timeline").hidden = true;
+  }
 } else {
   for (const id of ["dists", "over-time", "series", "timeline"]) {
     document.getElementById(id).textContent = "no request records for this point (a published row: its numbers only)";

@@ -21,7 +21,7 @@ import numpy as np
 import orjson
 import pyarrow.parquet as pq
 
-from harness.publish.dashboards.series_view import families
+from harness.publish.dashboards.series_view import drawn_families
 from harness.records import PHASE_MEASURED
 
 REQUEST_COLUMNS = ("request_id", "phase", "issue_ts", "send_ts", "first_token_ts",
@@ -233,7 +233,7 @@ def point_payload(point: dict[str, Any], root: Path) -> dict[str, Any]:
     out["window"] = [0.0, window[1] - t0] if window else None
     out["timeline"] = timeline(r, t0)
     out["series_source"], series = read_series(root, pid, t0, server)
-    out["series"] = families(series)
+    out["series"], out["series_zero"] = drawn_families(series)
     out["slo"] = slo_figures(point, r)
     return out
 

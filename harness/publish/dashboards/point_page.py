@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from harness.publish.dashboards.labels import CPU_CAVEAT, TABLE_ENERGY, is_illustrative, label
 from harness.publish.dashboards.point_data import point_payload
 from harness.record.catalogue import metric
 from harness.record.results import atomic_write, safe_name
@@ -105,15 +106,39 @@ def summary_rows(p: dict[str, Any]) -> list[list[str]]:
         if v is None or (k in POWER_KEYS and not p.get("has_telemetry")):
             continue
         try:
-            m = metric(k)
+            scale = metric(k).scale
         except KeyError:
-            rows.append([k, _shown(v)])
-            continue
+            scale = 1.0
         if isinstance(v, int | float) and not isinstance(v, bool):
-            v = v * m.scale
-        rows.append([f"{m.label} ({m.shown_unit})" if m.shown_unit else m.label, _shown(v)])
+            v = v * scale
+        text = _shown(v)
+        if k in TABLE_ENERGY and p.get("chip_power_kw_all_in") is not None:
+            text += f" (from {_shown(1000 * p['chip_power_kw_all_in'])} W in the chip table)"
+        rows.append([label(k), text])
     if not p.get("has_telemetry") and not p.get("published"):
-        rows.append(["power", NO_TELEMETRY])
+        rows.append(["power", f"{NO_TELEMETRY}: energy figures above are the chip table's"
+                     if any(k in p for k in TABLE_ENERGY) else NO_TELEMETRY])
+    if is_illustrative(p):
+        rows.append(["prices", CPU_CAVEAT])
+    return rows
+
+
+def validity_rows(p: dict[str, Any]) -> list[dict[str, str]]:
+    """The point's validity rules as a reader reads them: a passing rule says "pass" and what
+    was observed against its bound; only a failing rule shows its failure sentence and fix
+    (the stored `message` is worded for failure whatever the outcome)."""
+    rows = []
+    for r in p.get("validity") or []:
+        if not isinstance(r, dict):
+            continue
+        ok = bool(r.get("ok"))
+        rows.append({"rule": str(r.get("name", "")).replace("_", " "),
+                     "result": "pass" if ok else ("FAIL (invalidates the point)"
+                                                  if r.get("fatal") else "FAIL"),
+                     "observed": _shown(r.get("observed")) if r.get("observed") is not None
+                     else "n/a",
+                     "bound": str(r.get("bound", "")),
+                     "detail": "" if ok else f"{r.get('message', '')}; fix: {r.get('remedy', '')}"})
     return rows
 
 
@@ -134,6 +159,7 @@ def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, An
                                                 "spec_realised_al",
                                                 "spec_drafts", "spec_draft_tokens",
                                                 "spec_accepted_tokens")},
+               "validity": validity_rows(p),
                "summary": summary_rows(p),
                "data": data, "siblings": nav, "dashboard": dashboard_href}
     spec = spec_label(p)
@@ -150,6 +176,8 @@ nav a {{ margin-right: 8px; }} nav .current {{ font-weight: bold; }}
 .grid {{ display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }}
 table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding: 2px 6px; }}
 .invalid {{ color: #b00; font-weight: bold; }}
+#validity caption {{ text-align: left; font-weight: bold; padding: 4px 0; }}
+#validity tr.pass td[data-col="result"] {{ color: #070; }}
 </style></head>
 <body>
 <p><a id="back" href="{html.escape(dashboard_href)}">&larr; dashboard</a></p>
@@ -157,6 +185,8 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <nav id="siblings"></nav>
 <ul id="identity"></ul>
 <table id="summary"></table>
+<h2 id="validity-title" hidden>Validity checks</h2>
+<table id="validity" hidden></table>
 <h2 id="spec-title">Speculative decoding</h2>
 <p id="spec-why"></p>
 <p id="spec-note"></p>

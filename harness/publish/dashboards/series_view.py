@@ -111,3 +111,23 @@ def families(traces: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out["cache"].append({"name": "prefix hit rate per interval", "t": t, "v": v})
     return [{"key": k, "title": FAMILIES[k][0], "unit": FAMILIES[k][1], "traces": v}
             for k, v in out.items() if v]
+
+
+def flat_zero(t: dict[str, Any]) -> bool:
+    """A trace that is 0 (or nothing) throughout: a counter the engine exports but this point
+    never moved (drafts on a plain point, KV on an idle cache). Drawn, it reads as a result."""
+    v = np.asarray(t["v"], float)
+    v = v[np.isfinite(v)]
+    return not v.size or not np.any(v)
+
+
+def drawn_families(traces: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """`families` without flat-zero traces (a family left empty is not drawn), and the names
+    of the traces left out, for the page to list in one line."""
+    fams, zero = [], []
+    for f in families(traces):
+        keep = [t for t in f["traces"] if not flat_zero(t)]
+        zero += [t["name"] for t in f["traces"] if flat_zero(t)]
+        if keep:
+            fams.append({**f, "traces": keep})
+    return fams, zero

@@ -14,11 +14,26 @@ const SPEC_TABLES = [
   ["cost", "Why: step cost from the engine's counters", ["base", "speculator", "conc", "drafts_per_step", "drafted_share", "accept_rate", "tokens_per_step", "verify_cost_plain_steps", "cost_plain_steps", "speedup", "why"]],
 ];
 
+// Column headings a reader reads (the row keys are harness/publish/spec_report.py's).
+const SPEC_HEADS = {base: "plain series", speculator: "speculator", crossover_conc: "crossover concurrency (interactivity)",
+  tput_crossover_conc: "crossover concurrency (throughput)", conc: "concurrency", repeats: "repeats (spec/plain)",
+  plain_match: "plain at this load", spec_intvty: "interactivity, speculative (tok/s/user)",
+  plain_intvty: "interactivity, plain (tok/s/user)", intvty_ratio: "interactivity speedup (x)",
+  tput_ratio: "throughput speedup (x)", realised_al: "realised AL", target_intvty: "target interactivity (tok/s/user)",
+  spec_tput: "tok/s/GPU, speculative", plain_tput: "tok/s/GPU, plain", method: "method", mode: "acceptance",
+  best: "best", runner_up: "runner-up", margin: "margin", values: "values", k: "k",
+  ratios: "interactivity speedup by injected AL", realised: "realised AL by injected AL",
+  break_even_al: "break-even AL", note: "note", drafts_per_step: "drafts per step",
+  drafted_share: "drafted share", accept_rate: "accept rate", tokens_per_step: "tokens per step",
+  verify_cost_plain_steps: "verify cost (plain steps)", cost_plain_steps: "step cost (plain steps)",
+  speedup: "speedup (x)", why: "why"};
+
 function specCell(row, col) {
   const v = row[col];
   if (v === null || v === undefined) return "–";
   if (typeof v === "object") return Object.entries(v).map(([k, x]) => `${k}: ${typeof x === "number" ? x.toPrecision(3) : "–"}`).join(", ");
   if (typeof v === "number") {
+    if (Number.isInteger(v) && (col === "conc" || col === "k")) return String(v);
     if (col === "margin") return (100 * v).toFixed(1) + "%";
     const se = row[col + "_se"];
     return v.toPrecision(3) + (typeof se === "number" ? ` ± ${se.toPrecision(2)}` : "");
@@ -51,6 +66,7 @@ function renderSpeculation(scen) {
     shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: {dash: "dot", color: "#888"}}],
     legend: {orientation: "h", y: -0.25}, margin: {t: 60, r: 20, b: 120, l: 80},
   }, PLOT_CONFIG);
+  renderAlChart(scen);
   const box = document.getElementById("spec-tables");
   box.replaceChildren();
   if (!rows.length) box.appendChild(el("p", {id: "spec-empty"}, "No speculative series with a matching plain series (same model, chip, engine, precision, scenario) in this scenario."));
@@ -60,7 +76,7 @@ function renderSpeculation(scen) {
     box.appendChild(el("h3", {}, title));
     const table = el("table", {class: "spec-table", "data-table": key});
     const head = el("tr");
-    for (const c of cols) head.appendChild(el("th", {}, c));
+    for (const c of cols) head.appendChild(el("th", {"data-col": c}, SPEC_HEADS[c] || c.replace(/_/g, " ")));
     table.appendChild(head);
     for (const r of tr) {
       const row = el("tr");
@@ -69,4 +85,28 @@ function renderSpeculation(scen) {
     }
     box.appendChild(table);
   }
+}
+
+// Speedup against acceptance length: per family (method, k) and load, the interactivity ratio
+// to plain at each injected AL (spec_report's al_map rows), the break-even line at 1.
+function renderAlChart(scen) {
+  const rows = ((DATA.speculation || {}).al_map || []).filter(r => inScenario(r, scen));
+  const div = document.getElementById("spec-al-chart");
+  if (!rows.length) { Plotly.purge(div); div.hidden = true; return; }
+  div.hidden = false;
+  const traces = rows.map((r, i) => {
+    // keys are the ALs as Python wrote them ("2.0"): keep each key with its number
+    const als = Object.keys(r.ratios).map(k => [Number(k), k]).sort((a, b) => a[0] - b[0]);
+    return {type: "scatter", mode: "lines+markers", name: `${r.method} k=${r.k} · concurrency ${r.conc}`,
+      x: als.map(a => a[0]), y: als.map(a => (finite(r.ratios[a[1]]) ? r.ratios[a[1]] : null)),
+      text: als.map(a => `realised AL ${specCell({v: (r.realised || {})[a[1]]}, "v")}`),
+      line: {color: DATA.palette[i % DATA.palette.length]}};
+  });
+  Plotly.react(div, traces, {
+    title: {text: "Interactivity speedup against acceptance length (injected)"},
+    xaxis: {title: {text: "acceptance length, injected (tokens per step)"}},
+    yaxis: {title: {text: "speedup (x)"}},
+    shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: {dash: "dot", color: "#888"}}],
+    legend: {orientation: "h", y: -0.25}, margin: {t: 60, r: 20, b: 120, l: 80},
+  }, PLOT_CONFIG);
 }
