@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.publish import spec_report
 from harness.publish.dashboards.capacity import capacity_figures
 from harness.publish.dashboards.figure import build_figure
 from harness.publish.dashboards.page import load_points, write_dashboard
@@ -53,7 +54,7 @@ def site(tmp_path_factory):
     for day, scale in (("2026-11-01", 0.8), ("2026-11-30", 1.0)):
         for conc in (1, 2, 4, 8):
             pid = f"p{conc}-{day[-2:]}"
-            if pid == "p8-30":  # one rule failed (not fatal: the point stays valid)
+            if pid == "p8-30":  # one rule failed: the point is invalid, not failed
                 rules = [{**r, "ok": False, "observed": 0.2} if r["name"] == "failed_share"
                          else r for r in _rules()]
             p = base_point(pid, "fixed", conc, scale * 300.0 * conc ** 0.7,
@@ -221,6 +222,24 @@ def test_speculation_view_draws_speedup_against_al_and_reads(site, tab) -> None:
     why = tab.locator('.spec-table td[data-col="why"]')
     if why.count():
         assert why.first.bounding_box()["width"] >= 200
+
+
+def test_compare_view_reads_as_harness_speculation_for_the_same_target(site, tab) -> None:
+    points = load_points([site["root"] / "read"])
+    # inside the plain frontier (intvty 30..60) and outside it
+    tables = spec_report.build(points, targets=[40.0, 500.0])
+    cli = {r["target_intvty"]: spec_report._cell(r, "plain_tput")
+           for r in tables["equal_interactivity"]}
+    _open(tab, _dash(site, "view=compare&scenario=fixed-1k1k&targets=40,500&off=chip:b200"
+                           "&dates=range"),
+          "document.querySelectorAll('#compare-table tr').length > 1")
+    cells = dict(tab.evaluate(f"""() => [...document.querySelectorAll(
+        '#compare-table tr[data-series="{SERIES}"]')].map(tr => [Number(tr.dataset.target),
+        tr.querySelector('td[data-metric=tput_per_gpu]').textContent])"""))
+    # both read every date of the range (the compare view's default is each series' latest
+    # date, where this series' conc-8 point is invalid: a different frontier, another number)
+    assert cli[40.0] not in ("", "–") and cells[40.0] == cli[40.0]
+    assert cli[500.0] == "–" and cells[500.0].startswith("– (outside the frontier")
 
 
 def test_cli_png_series_colours_match_the_page(site, tab) -> None:

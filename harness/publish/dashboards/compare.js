@@ -55,6 +55,21 @@ function compareRows(pts, xk, targets, tier, dates) {
   return rows;
 }
 
+// Numbers as `harness speculation` prints them (harness/publish/spec_report.py `_num`):
+// three significant figures under 10, one decimal from 10, "–" for none; the same value
+// reads the same on the page and in the terminal.
+function num(v) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "–";
+  return Math.abs(v) < 10 ? String(Number(v.toPrecision(3))) : v.toFixed(1);
+}
+
+// A target outside the frontier's range has no interpolated value ("–", as `harness
+// speculation`); InferenceX's calculator clamps it to the range's edge, shown beside it.
+function valueText(v, clamped) {
+  if (v === null) return "–";
+  return clamped ? `– (outside the frontier; clamped to its edge: ${num(v)})` : num(v);
+}
+
 function cell(tr, text, attrs) { tr.appendChild(el("td", attrs || {}, text)); }
 
 function renderCompare(pts, xa, ya, kind) {
@@ -64,6 +79,11 @@ function renderCompare(pts, xa, ya, kind) {
   const rows = compareRows(pts, xk, targets, tier, document.getElementById("compare-dates").value);
   const table = document.getElementById("compare-table");
   table.replaceChildren();
+  // the one difference from `harness speculation` for the same target: which dates count
+  table.appendChild(el("caption", {id: "compare-dates-note"},
+    document.getElementById("compare-dates").value === "latest"
+      ? "Each series' latest date in the range; `harness speculation` reads every date (dates: all in range gives its numbers)."
+      : "Every date in the range on one frontier, as `harness speculation` reads them."));
   const head = el("tr");
   for (const h of ["series", "date", `target: ${xName(xk)} (tok/s/user)`, "tok/s/GPU", `$/Mtok (${tier})`, "frontier range", "source"]) head.appendChild(el("th", {}, h));
   table.appendChild(head);
@@ -71,9 +91,9 @@ function renderCompare(pts, xa, ya, kind) {
     const tr = el("tr", {"data-series": r.series, "data-target": String(r.target)});
     cell(tr, r.series);
     cell(tr, r.date);
-    cell(tr, String(r.target) + (r.clamped ? " (clamped to range)" : ""));
-    cell(tr, r.tput === null ? "—" : r.tput.toPrecision(5), {"data-metric": "tput_per_gpu", "data-value": String(r.tput)});
-    cell(tr, r.cost === null ? "—" : r.cost.toPrecision(5), {"data-metric": "cost", "data-value": String(r.cost)});
+    cell(tr, String(r.target) + (r.clamped ? " (outside the frontier's range)" : ""));
+    cell(tr, valueText(r.tput, r.clamped), {"data-metric": "tput_per_gpu", "data-value": String(r.tput), "data-clamped": String(!!r.clamped)});
+    cell(tr, valueText(r.cost, r.clamped), {"data-metric": "cost", "data-value": String(r.cost), "data-clamped": String(!!r.clamped)});
     cell(tr, r.range ? `${r.range[0].toPrecision(4)}–${r.range[1].toPrecision(4)}` : "no valid frontier");
     const td = el("td");
     if (r.source) td.appendChild(el("a", {href: r.source, class: "source"}, "source"));

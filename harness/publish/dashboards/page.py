@@ -280,6 +280,7 @@ fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
 #compare-bars, #trend {{ width: 100%; height: 680px; }}
 #compare-table td, #compare-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
 #compare-table {{ border-collapse: collapse; margin-bottom: 8px; }}
+#compare-table caption {{ text-align: left; color: #555; padding: 4px 0; }}
 #spec-chart {{ width: 100%; height: 520px; }}
 .spec-table {{ border-collapse: collapse; margin-bottom: 8px; }}
 .spec-table td, .spec-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}

@@ -133,8 +133,9 @@ def validity_rows(p: dict[str, Any]) -> list[dict[str, str]]:
             continue
         ok = bool(r.get("ok"))
         rows.append({"rule": str(r.get("name", "")).replace("_", " "),
-                     "result": "pass" if ok else ("FAIL (invalidates the point)"
-                                                  if r.get("fatal") else "FAIL"),
+                     # any failed rule makes the point invalid; a fatal one marks it failed
+                     "result": "pass" if ok else ("FAIL (point failed)" if r.get("fatal")
+                                                  else "FAIL"),
                      "observed": _shown(r.get("observed")) if r.get("observed") is not None
                      else "n/a",
                      "bound": str(r.get("bound", "")),
