@@ -158,9 +158,11 @@ function renderTrend(pts, xa, ya, kind) {
     Plotly.purge(chart);
     chart.hidden = true;
     const one = traces.map(t => `${t.name}: ${t.y[0].toPrecision(4)} on ${t.x[0]}`);
-    count.textContent = `No trend to draw: every series has a value at ${xName(xk)} = ${target} on one ${by} only`
-      + (one.length ? ` (${one.join("; ")})` : " (no series reaches the target)")
-      + `. Runs on other ${by === "date" ? "dates" : "revisions"} draw the trend.`;
+    count.textContent = one.length
+      ? `No trend to draw: every series has a value at ${xName(xk)} = ${target} on one ${by} only`
+        + ` (${one.join("; ")}). Runs on other ${by === "date" ? "dates" : "revisions"} draw the trend.`
+      : `No trend to draw: no series' frontier reaches ${xName(xk)} = ${target} (a target outside`
+        + " a frontier's range gives no value); choose a target inside one.";
     return;
   }
   chart.hidden = false;
