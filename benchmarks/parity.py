@@ -72,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
                    choices=sorted(SHAPES))
     p.add_argument("--quick", action="store_true", help="3 x concurrency requests a cell (min 8)")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "parity")
+    p.add_argument("--table", type=Path, help="print the table of an earlier run's cells.jsonl")
     a = p.parse_args(argv)
+    if a.table:
+        print(markdown(a.table))
+        return 0
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     out_dir = a.out / stamp
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -84,11 +88,14 @@ def main(argv: list[str] | None = None) -> int:
         if why:
             skipped[tool] = why
             print(f"skip {tool}: {why}", flush=True)
-            continue
-        versions[tool] = TOOLS[tool].version()
-        for epw in a.events_per_write:
-            for conc in a.concurrency:
-                cell = Cell(conc, epw, requests_for(conc, a.quick), SHAPES[epw]["osl"])
+        else:
+            versions[tool] = TOOLS[tool].version()
+    # Tools take turns within each cell, so a busy spell of the host falls on all of them alike
+    # rather than on whichever tool's cells it happened to meet.
+    for epw in a.events_per_write:
+        for conc in a.concurrency:
+            cell = Cell(conc, epw, requests_for(conc, a.quick), SHAPES[epw]["osl"])
+            for tool in versions:
                 work = out_dir / f"{tool}-c{conc}-e{epw}"
                 work.mkdir(exist_ok=True)
                 row = run_cell(tool, cell, work)
@@ -123,13 +130,13 @@ def summary_line(row: dict) -> str:
 def markdown(rows_path: Path) -> str:
     """The docs/parity.md table: one line per tool and cell, error = tool - truth."""
     lines = ["| tool | conc | events/write | TTFT ms | TPOT ms | ITL ms | E2EL ms | "
-             "out tput % | requests | truth TTFT / TPOT / E2EL ms, tok/s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "out tput % | requests | truth TTFT / TPOT / E2EL ms, tok/s | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for raw in rows_path.read_text().splitlines():
         r = json.loads(raw)
         if "error" in r:
             lines.append(f"| {r['tool']} | {r['concurrency']} | {r['events_per_write']} | "
-                         f"failed: {r['error'][:120]} | | | | | | |")
+                         f"failed: {r['error'][:120]} | | | | | | | |")
             continue
         e, t = r["error_vs_truth"], r["truth"]
         lines.append(
@@ -138,7 +145,7 @@ def markdown(rows_path: Path) -> str:
             f"{_fmt(e.get('itl_ms'), 3)} | {_fmt(e.get('e2el_ms'))} | "
             f"{_fmt(e.get('output_tput_pct'), 1)} | {_fmt(e.get('requests'), 0)} | "
             f"{t['ttft_ms']:.2f} / {t['tpot_ms']:.3f} / {t['e2el_ms']:.1f}, "
-            f"{t['output_tput']:.0f} |")
+            f"{t['output_tput']:.0f} | {r.get('loadavg_1m', '-')} |")
     return "\n".join(lines)
 
 
