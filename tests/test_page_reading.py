@@ -57,11 +57,13 @@ def site(tmp_path_factory):
             if pid == "p8-30":  # one rule failed: the point is invalid, not failed
                 rules = [{**r, "ok": False, "observed": 0.2} if r["name"] == "failed_share"
                          else r for r in _rules()]
+            slo = ({"slo_ttft_ms": 200.0, "slo_tpot_ms": 50.0, "goodput": 1.5,
+                    "goodput_share": 0.75} if pid == "p4-30" else {})
             p = base_point(pid, "fixed", conc, scale * 300.0 * conc ** 0.7,
                            60.0 / conc ** 0.3, started_at=f"{day}T07:00:00", validity=rules,
                            run_id="read", schema_version=2,
                            j_per_tok=0.42, tok_s_per_mw=2.4e6, measured_j_per_tok=None,
-                           power_valid=None)  # a CPU host: no power telemetry
+                           power_valid=None, **slo)  # a CPU host: no power telemetry
             run.write_requests(pid, records(14, rng, False))
             run.append_point(p)
     (run.root / "series").mkdir()
@@ -165,6 +167,15 @@ def test_point_page_names_keys_and_says_where_energy_comes_from(site, tab) -> No
     energy = tab.locator("#summary tr", has_text="Joules per token").inner_text()
     assert "not measured" in energy and "50 W in the chip table" in energy
     assert "illustrative" in tab.locator("#summary tr", has_text="prices").inner_text()
+
+
+def test_slo_bounds_are_named_not_keyed(site, tab) -> None:
+    _open(tab, _point(site, "p4-30"), PAGE_READY)
+    heads = tab.locator("#summary th").all_text_contents()
+    assert "SLO bound, TTFT (ms)" in heads and "SLO bound, TPOT (ms)" in heads
+    assert not any("_" in h for h in heads), heads
+    note = tab.text_content("#slo-note")
+    assert "TTFT <= 200 ms" in note and "TPOT <= 50 ms" in note and "ttft" not in note
 
 
 def test_point_page_charts_read_cleanly(site, tab) -> None:

@@ -227,6 +227,8 @@ function speculation() {
   }
 }
 
+const SLO_NAMES = {ttft: "TTFT", tpot: "TPOT", e2el: "E2E latency"};
+
 function sloChart() {
   // each measured request's TTFT against its TPOT, coloured by whether it met every SLO;
   // the bounds as lines (docs/slo.md)
@@ -239,7 +241,7 @@ function sloChart() {
   const b = S.bounds;
   document.getElementById("slo-note").textContent =
     `${good} of ${n} measured requests met every SLO (` +
-    Object.entries(b).map(([k, v]) => `${k} <= ${v} ms`).join(", ") + ")";
+    Object.entries(b).map(([k, v]) => `${SLO_NAMES[k] || k} <= ${v} ms`).join(", ") + ")";
   const pick = want => S.good.map((g, i) => (g === want && !S.failed[i]) ? i : -1).filter(i => i >= 0);
   const trace = (idx, name, color) => ({type: "scatter", mode: "markers", name,
     x: idx.map(i => S.ttft[i]), y: idx.map(i => S.tpot[i]),
