@@ -17,7 +17,7 @@ def _dashboard(argv: list[str]) -> int:
                                 description="Write a self-contained offline HTML dashboard.")
     p.add_argument("runs", nargs="+", type=Path, help="run directories (results/<run_id>)")
     p.add_argument("--out", type=Path, default=Path("dashboards/latest.html"))
-    p.add_argument("--title", default="harness: throughput per GPU vs interactivity")
+    p.add_argument("--title", default="harness dashboard")  # each chart titles its own axes
     p.add_argument("--png", type=Path, help="also export one view as PNG (kaleido + Chromium)")
     p.add_argument("--svg", type=Path, help="also export one view as SVG")
     p.add_argument("--scenario", help="the view's scenario (default: the one with most points)")
