@@ -13,6 +13,7 @@ from harness.engines import counters, prometheus, server_cache
 from harness.engines.base import EngineAdapter
 from harness.engines.sampler import Sampled
 from harness.record import energy
+from harness.record.bench_rules import bench_rules
 from harness.record.goodput import Slo, goodput_metrics
 from harness.record.metrics import GpuCount, point_metrics
 from harness.record.point_record import PointIdentity, PointRecord
@@ -156,7 +157,8 @@ def chip_fields(sc: SweepConfig) -> dict[str, Any]:
 def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine: EngineState,
              started: str, finished: str, samples: Sampled = (),
              power: PowerMeasurement | None = None,
-             series_figures: Mapping[str, float] | None = None) -> PointRecord:
+             series_figures: Mapping[str, float] | None = None,
+             host_figures: Mapping[str, Any] | None = None) -> PointRecord:
     """The point's record: every metric, every rule's verdict, where everything came from.
     `samples`: the server's metrics scraped through the measured window; `power` the
     accelerator telemetry's integration; `series_figures` harness.sweep.series.summary."""
@@ -176,7 +178,10 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
         eng["spec_al_error"] = realised / (expected or plan.length) - 1.0
     observed: Mapping[str, Any] = {**m, **facts}
     pwr = power_facts(power, m)
+    hf = dict(host_figures or {})  # harness.telemetry.host.point_figures
+    bench, marks = bench_rules(hf, m, ctx.sc.scenario.kind, ctx.validity)
     verdict = judge(
+        bench,
         engine_rules(engine.alive, engine.hung, engine.failure),
         request_rules(m, ctx.validity),
         client_rules(health, ctx.validity),
@@ -193,7 +198,7 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     # Chunks carry up to this many tokens (the engine's --stream-interval): ITL is per chunk.
     values = {**m, **facts, **health, **eng,
               "stream_interval": getattr(ctx.adapter, "stream_interval", 1),
-              **pwr, **(series_figures or {}), **slo.fields()}
+              **pwr, **(series_figures or {}), **slo.fields(), **hf, **marks}
     return PointRecord(
         point_id=identity.point_id(), run_id=ctx.run_id, identity=identity,
         status="failed" if verdict.fatal else "ok", validity=verdict,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ from harness.spec import acceptance
 from harness.spec.acceptance import AcceptancePlan
 from harness.sweep import correctness, interrupts, search, series
 from harness.sweep.point import EngineState, JobContext, PowerMeasurement, assemble, now_iso
+from harness.telemetry import host as host_telemetry
 from harness.telemetry.base import TelemetrySampler
 from harness.workloads.base import LoadLevel, Measurement, Target
 from harness.workloads.fixed_seq import stream_body
@@ -257,17 +259,29 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
                     window_stop=prof.stop if prof else None)
     total = ctx.workload.expected_requests(p.level)
     gpu = ctx.telemetry.sampler(ctx.sc.telemetry.period_s)
+    # the host from /proc: ours = this process's tree (client workers, the engine we launched)
+    hs = (host_telemetry.HostSampler(ctx.sc.telemetry.period_s)
+          if ctx.validity.host != "off" and not host_telemetry.available() else None)
+    if hs is not None and (url := urllib.parse.urlsplit(eng.base_url)).hostname in (
+            "127.0.0.1", "localhost", "::1") and url.port:
+        for pid in host_telemetry.listening_pids(url.port):  # an engine we did not launch
+            hs.add_root(pid)
+    for pid in (eng.process_roots() if hs is not None else ()):  # a deployment's local steps
+        hs.add_root(pid)
     desc = (f"rate {p.level.rate:g}/s" if p.level.rate is not None
             else f"conc {p.level.concurrency:>4}")
     roles_before = eng.role_metrics()  # a multi-node deployment's frontend and workers
     with (tqdm(total=total, desc=desc, unit="req") as bar,
-          MetricsSampler(eng.scrape) as sampler, gpu or contextlib.nullcontext()):
+          MetricsSampler(eng.scrape) as sampler, gpu or contextlib.nullcontext(),
+          hs or contextlib.nullcontext()):
         wait_s = 2 * ctx.sc.telemetry.period_s + 1.0
         if gpu is not None:  # readings on both sides of the window, as upstream's monitor has
             gpu.wait_ready(wait_s)
         meas = ctx.workload.run(target, p.level, on_done=lambda _: bar.update(1))
         if gpu is not None:
             gpu.wait_past(meas.measured.end_ts, wait_s)
+        if hs is not None:
+            hs.wait_past(meas.measured.end_ts, wait_s)
     pid = p.level.point_id
     roles_after = eng.role_metrics()
     meas.extra.update({**around, **(prof.facts() if prof else {}), **eng.deployment_facts()})
@@ -279,10 +293,14 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
                     "samples": [{"t": t, "metrics": m} for t, m in sampler.samples],
                     **({"roles": {"before": roles_before, "after": roles_after}}
                        if roles_before or roles_after else {})})
-    figures = write_series(run, pid, ctx, meas, sampler.samples, gpu)
+    figures = write_series(run, pid, ctx, meas, sampler.samples, gpu, hs)
     power = measure_power(ctx, gpu, meas)
     state = engine_state(eng, meas.measured.records, ctx.sc.client.stall_timeout_s)
-    record = assemble(ctx, p.identity, meas, state, started, now_iso(), window, power, figures)
+    hf = host_telemetry.point_figures(
+        hs, gpu.readings if gpu else [], meas.measured.start_ts, meas.measured.end_ts,
+        [str(d) for d in ctx.sc.telemetry.devices])
+    record = assemble(ctx, p.identity, meas, state, started, now_iso(), window, power, figures,
+                      hf)
     if power.integration is not None:
         run.write_json(f"power/{pid}.json", energy.audit(
             power.integration, power.source,
@@ -311,7 +329,8 @@ def engine_hooks(ctx: JobContext, eng: EngineSession, pid: str,
 
 
 def write_series(run: RunDir, pid: str, ctx: JobContext, meas: Measurement,
-                 samples: list, gpu: TelemetrySampler | None) -> dict[str, float]:
+                 samples: list, gpu: TelemetrySampler | None,
+                 hs: host_telemetry.HostSampler | None = None) -> dict[str, float]:
     """series/<point_id>.parquet (docs/series.md); its measured-window summary figures. A bug
     in building it loses the series, never the point (logged); a write failure is a write
     failure like any other."""
@@ -321,7 +340,8 @@ def write_series(run: RunDir, pid: str, ctx: JobContext, meas: Measurement,
                 *getattr(meas.measured.health, "lag_samples", ())]
         rows = (series.server_rows(ctx.adapter.counters, samples, t0)
                 + series.client_rows(meas.records, t0, lags)
-                + series.gpu_rows(gpu.readings if gpu else (), t0))
+                + series.gpu_rows(gpu.readings if gpu else (), t0)
+                + host_telemetry.series_rows(hs.readings if hs else (), t0))
         data = series.parquet_bytes(series.table(rows))
     except Exception:
         log.exception("time series of %s not built", pid)

@@ -51,12 +51,10 @@ def _gauge_values(sample: Mapping[str, float], name: str) -> list[float]:
 def _counter_series(c: Any) -> dict[str, Any]:
     """Neutral name -> the adapter's declared Series, for what its counters declare."""
     out: dict[str, Any] = {}
-    tok, pc, spec = c.tokens, c.prefix_cache, c.spec
+    tok, spec = c.tokens, c.spec
     if tok is not None:
         out.update({"prompt_tokens_total": tok.prompt, "generation_tokens_total": tok.generation,
                     "cached_tokens_total": tok.cached})
-    if pc is not None:
-        out.update({"prefix_hits_total": pc.hits, "prefix_queries_total": pc.queries})
     if spec is not None:
         out.update({"spec_drafts_total": spec.drafts, "spec_accepted_total": spec.accepted,
                     "spec_draft_tokens_total": spec.draft_tokens})
@@ -87,6 +85,12 @@ def server_rows(c: Any, samples: Sequence[tuple[float, Sample]], t0: float) -> l
             total = series.total(s)
             if total is not None:
                 out.append((ts, "server", "", name, total))
+        # hits and queried tokens by the engine's own semantics (llama.cpp's queries counter
+        # leaves the hits out): their ratio is a ratio on every engine
+        hits, queries = counters.prefix_counts(c, s)
+        if hits is not None and queries is not None:
+            out += [(ts, "server", "", "prefix_hits_total", hits),
+                    (ts, "server", "", "prefix_queries_total", queries)]
         if c.al_gauge is not None:
             al = _gauge_values(s, c.al_gauge.name)
             if al:
