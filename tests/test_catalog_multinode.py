@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.catalog.multinode import CatalogError, attach_recipe, deploy_name
+from harness.catalog.multinode import CatalogError, attach_recipe, deploy_name, split_additions
 from harness.config.compose import compose_sweep
 from harness.config.errors import ConfigError
 from harness.config.launches import launches
@@ -118,12 +118,15 @@ FIXTURE = ROOT / "tests/data/multinode_capture"
 
 
 def _rows_with_deployments(path: Path):
+    """(row index, row, its deployment less the importer's role fields, those fields by role
+    name), read from the roles or from a deployments/<key>.yaml sidecar."""
     recipe = yaml.safe_load(path.read_text())
     side = path.parent / "deployments" / path.name
     extra = yaml.safe_load(side.read_text())["rows"] if side.exists() else {}
     for i, row in enumerate(recipe["search_space"]):
         if "deployment" in row:
-            yield i, row, row["deployment"], (extra.get(i) or {}).get("roles", {})
+            dep, inline = split_additions(row["deployment"])
+            yield i, row, dep, inline or (extra.get(i) or {}).get("roles", {})
 
 
 def _texts(role: dict) -> list[str]:

@@ -157,8 +157,8 @@ def escape_interpolation(value: Any) -> Any:
     return value
 
 
-# What a captured role carries beyond the launch schema's RoleLaunch fields (the importer's
-# additions to the contract, docs/multinode.md "Multi-node keys: what is captured").
+# The importer's additions to the launch contract (docs/multinode.md "Multi-node keys: what
+# is captured"), RoleLaunch fields since the launcher runs srtctl's placement.
 ADDITIONS = ("placement", "procs_per_node", "vary", "preamble", "env_unset", "srun", "image")
 
 
@@ -175,12 +175,12 @@ def split_additions(dep: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict
 
 def write_attach_recipes(masters: dict[str, dict[str, Any]], commit: str, out_dir: str,
                          deployments: dict[tuple[str, int], dict[str, Any]] | None = None,
-                         inline_additions: bool = False) -> list[str]:
+                         inline_additions: bool = True) -> list[str]:
     """Every multi-node key of the given masters ({master path: parsed yaml}) as
     <out_dir>/<key>.yaml; returns the keys written. `deployments` ({(key, row index):
-    deployment block}, harness/catalog/multinode_capture.py) go into their rows; the roles'
-    fields beyond RoleLaunch's go inline (inline_additions) or, so the recipe composes with a
-    schema that lacks them, to <out_dir>/deployments/<key>.yaml by row and role."""
+    deployment block}, harness/catalog/multinode_capture.py) go into their rows, the roles
+    whole (inline_additions) or, for a launch schema without the importer's fields, those
+    fields in <out_dir>/deployments/<key>.yaml by row and role."""
     from pathlib import Path
 
     from harness.catalog.recipe_yaml import dump_recipe

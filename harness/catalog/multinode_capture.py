@@ -217,9 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable,
                     help="an interpreter with srtctl's dependencies (not the harness's)")
     ap.add_argument("--keys", nargs="*", help="only these keys (the others keep no capture)")
-    ap.add_argument("--inline-additions", action="store_true",
-                    help="write the roles' fields beyond RoleLaunch inline, not in "
-                         "deployments/<key>.yaml (once the launch schema has them)")
+    ap.add_argument("--additions-sidecar", action="store_true",
+                    help="write the importer's role fields (placement, vary, preamble, ...) "
+                         "to deployments/<key>.yaml instead of the roles, for a launch schema "
+                         "without them")
     ap.add_argument("--save", help="also write every capture and reason to this JSON file")
     ap.add_argument("--load", help="rewrite the recipes from a --save file, capturing nothing")
     a = ap.parse_args(argv)
@@ -236,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(a.save).write_text(json.dumps({
             "captured": [[k, i, d] for (k, i), d in sorted(deps.items())],
             "missed": [[k, i, w] for (k, i), w in sorted(missed.items())]}, indent=0))
-    keys = multinode.write_attach_recipes(masters, commit, a.out, deps, a.inline_additions)
+    keys = multinode.write_attach_recipes(masters, commit, a.out, deps,
+                                          inline_additions=not a.additions_sidecar)
     multinode_report.write(Path(a.out) / "IMPORT_REPORT.md", masters, commit, deps, missed,
                            restricted=a.keys)
     print(f"{len(keys)} keys written; {len(deps)} rows captured, {len(missed)} not")
