@@ -121,7 +121,6 @@ def test_unreachable_hub_is_one_fast_refusal(monkeypatch: pytest.MonkeyPatch,
 
 # The sweep calls check_hub_access only once harness/sweep/runner.py's prepare_job does (the
 # lead wires it: see docs/catalog.md); strict, so this flips to a failure the day it works.
-@pytest.mark.xfail(strict=True, reason="prepare_job does not call check_hub_access yet")
 def test_offline_recipe_sweep_stops_before_launch(monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path: Path) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

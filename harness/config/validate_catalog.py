@@ -18,7 +18,8 @@ Locate = Callable[[str], str]
 # `none` is the `kv-offloading: none` rows.
 KV_OFFLOAD_BACKENDS = ("none", "vllm-simple", "lmcache", "mooncake", "hicache", "native")
 # What each launched engine's adapter renders (harness/engines/kv_offload.py); an endpoint's
-# offload is the deployment's own, recorded only.
+# or a multi-node deployment's offload is the deployment's own (its captured flags), recorded.
+DEPLOYED = ("endpoint", "multinode")
 KV_OFFLOAD_BY_ENGINE = {"vllm": ("vllm-simple", "mooncake", "lmcache"), "sglang": ("hicache",),
                         "trtllm": ("native",)}
 HELPER_ROLES = ("router", "daemon")
@@ -44,12 +45,12 @@ def check_kv_offload(sc: SweepConfig, where: Locate) -> None:
                           f"use one of {', '.join(KV_OFFLOAD_BACKENDS)}"
                           + (f"; {hint}" if hint else ""))
     kind = sc.engine.kind
-    own = kind != "endpoint" and not sc.engine.argv_template  # else upstream's command has it
+    own = kind not in DEPLOYED and not sc.engine.argv_template  # else upstream's command has it
     if kv.backend != "none" and own and kv.backend not in KV_OFFLOAD_BY_ENGINE.get(kind, ()):
         key = "engine.kv_offload.backend"
         raise ConfigError(where(key), key, f"engine {kind} cannot offload KV to {kv.backend!r}",
                           f"use one of {KV_OFFLOAD_BY_ENGINE.get(kind, ('none',))} for {kind}")
-    if kv.backend != "none" and kv.dram_gb_per_rank <= 0 and kind != "endpoint":
+    if kv.backend != "none" and kv.dram_gb_per_rank <= 0 and kind not in DEPLOYED:
         key = "engine.kv_offload.dram_gb_per_rank"
         raise ConfigError(where(key), key,
                           f"KV offload to {kv.backend} needs a host DRAM budget per GPU rank, "

@@ -22,7 +22,8 @@ class MultinodeAdapter(EngineAdapter):
     kind = "multinode"
     reads_workspace = False
     # the captured launch, how it runs on Slurm, and the engine family behind the frontend
-    applies = frozenset({*CHECKS_ONLY, "slurm", "launch", "family", "deployment"})
+    # (kv_offload: recorded; the captured workers' own flags carry it)
+    applies = frozenset({*CHECKS_ONLY, "slurm", "launch", "family", "deployment", "kv_offload"})
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:

@@ -141,11 +141,16 @@ def attach_config(p: KeyPoint, url: str, metrics_url: str | None, short: Short,
     else:
         scenario = replace(sc.scenario, requests_per_conc=short.requests * slow,
                            warmup_per_conc=short.requests)
-    model = replace(sc.model, tokenizer=short.tokenizer) if short.tokenizer else sc.model
+    # the short run's tokenizer encodes chats with its own template, not the model's encoder
+    model = (replace(sc.model, tokenizer=short.tokenizer, chat_encoder="template")
+             if short.tokenizer else sc.model)
     client = replace(sc.client, max_stamp_err_ms=short.max_stamp_err_ms,
                      max_queue_delay_ms=short.max_queue_delay_ms, max_stall_share=1.0)
+    # a launch check, not a measurement: a busy host marks the point rather than failing it,
+    # as the client's bounds above are relaxed
     out = replace(sc, engine=engine, scenario=scenario, model=model, client=client,
                   telemetry=replace(sc.telemetry, source="none"),
+                  validity=replace(sc.validity, host="warn"),
                   eval=replace(sc.eval, tasks=[]),
                   lossless=replace(sc.lossless, mode="off"), concurrency=[p.concurrency],
                   search_space=[], relaunch_per_concurrency=False, run_id=run_id,

@@ -29,6 +29,7 @@ from harness.engines.profiler import PointProfiler
 from harness.engines.registry import adapter_class, make_adapter
 from harness.engines.sampler import MetricsSampler
 from harness.engines.session import EngineSession
+from harness.engines.weights import check_hub_access
 from harness.engines.workspace import check_workspace
 from harness.evals.context import with_eval_context
 from harness.publish.report import print_summary
@@ -120,6 +121,7 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
     adapter_class(sc.engine.kind).check(sc, locate)  # cheap refusals first
     if adapter_class(sc.engine.kind).reads_workspace:  # a launch reading upstream's checkout
         check_workspace(sc, locate)
+    check_hub_access(sc)  # offline or gated: one message, before anything is built
     problem = profiler.support_problem(sc)
     if problem:
         key, what, fix = problem
