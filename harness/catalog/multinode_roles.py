@@ -320,8 +320,13 @@ def helper_roles(cap: dict[str, Any]) -> tuple[list[dict], list[dict]]:
         rec = {"command": svc["command"], "nodelist": infra[0]["nodelist"],
                "container_image": infra[0].get("container_image")}
         role = _single(cap, svc["service"], svc["service"], [rec])
-        if svc.get("files"):
-            role["files"] = {k.lstrip("/"): v for k, v in svc["files"].items()}
+        for path, content in (svc.get("files") or {}).items():
+            # setup_head.py writes the file (nats.conf for a larger max payload) in the
+            # container before starting the service: here it is written into the launch dir
+            # and the argv names it there
+            name = path.rsplit("/", 1)[-1]
+            role["argv"] = [a.replace(path, "{launch_dir}/" + name) for a in role["argv"]]
+            role.setdefault("files", {})[name] = content
         before.append(role)
     moon = [r for r in cap["records"] if r["context"].get("stage") == "mooncake"]
     if moon:
