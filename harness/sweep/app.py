@@ -195,7 +195,11 @@ def main(argv: list[str]) -> None:
         if bad is not None:
             raise bad
     else:
-        checked = precheck.check(overrides)
+        try:
+            checked = precheck.check(overrides)
+        except Exception:
+            interrupts.check()  # a Ctrl-C inside OmegaConf's merge (see sweep()) is the interrupt
+            raise
         if dry:
             try:
                 print(precheck.dry_run(checked), flush=True)
