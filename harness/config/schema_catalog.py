@@ -137,6 +137,10 @@ class SlurmLaunchConfig:
     worker_stand_in: str | None = None
     stand_in_python: str = ".venv-dynamo/bin/python"  # the interpreter with ai-dynamo
     stand_in_model: str | None = None  # a local tokenizer/config dir the mocker loads
+    # The stand-in's processes run at this niceness where they share the client's host (the
+    # local cluster): the client's wake-ups preempt them, as engine.nice does for the embedded
+    # engine. None: unchanged.
+    stand_in_nice: int | None = 10
     # Pack an instance's nodes onto fewer cluster nodes than upstream uses (a stand-in run
     # on a small cluster): 0 = as upstream, N = at most N nodes in all
     max_nodes: int = 0

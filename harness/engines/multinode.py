@@ -16,6 +16,7 @@ from harness.engines.stand_in import STAND_INS, stand_in_deployment
 from harness.engines.template import flag_value
 
 CONTAINER_RUNTIMES = ("pyxis", "apptainer", "none")
+ENTRY_ROLES = ("router", "frontend")
 
 
 class MultinodeAdapter(EngineAdapter):
@@ -114,10 +115,10 @@ def check_deployment(dep: Any, key: str, where: Locate) -> None:
             raise ConfigError(where(at), f"{at}.argv",
                               f"placeholders the launcher does not fill: {bad}",
                               f"use only {', '.join('{' + p + '}' for p in roles.PLACEHOLDERS)}")
-    if not any(r.role in ("frontend", "router") and r.port for r in dep.roles):
+    if not any(r.port for r in dep.roles if r.role in ENTRY_ROLES or r.role in roles.WORKER_ROLES):
         raise ConfigError(where(key), f"{key}.roles",
-                          "no frontend or router role with a port: nothing to send requests to",
-                          "capture the deployment's frontend (its argv and HTTP port)")
+                          "no frontend, router or serving worker with a port: nothing to send "
+                          "requests to", "capture the deployment's frontend (argv and HTTP port)")
 
 
 def check_stand_in_tokenizer(sc: SweepConfig, where: Locate) -> None:

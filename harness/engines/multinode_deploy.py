@@ -81,9 +81,10 @@ class SlurmDeployment:
         for s, step in zip(self.launched, self.steps, strict=True):
             if s.port and s.ready:
                 self._wait_ok(step, f"http://{s.address}:{s.port}{s.ready}", deadline)
-        # a router (srt-slurm's nginx) fronts the frontends where there is one: clients go there
-        entry = next((s for kind in ("router", "frontend") for s in self.launched
-                      if s.role == kind and s.port), None)
+        # a router (srt-slurm's nginx) fronts the frontends where there is one: clients go there;
+        # without a frontend (srtctl's `frontend.type: vllm`) a worker serves HTTP itself
+        entry = next((s for kind in ("router", "frontend", *roles.WORKER_ROLES)
+                      for s in self.launched if s.role == kind and s.port), None)
         if entry is None:
             raise EngineStartError("the deployment has no frontend or router with a port: "
                                    "nothing to send requests to (check the row's deployment)")

@@ -20,7 +20,9 @@ INDEXED = re.compile(r"^(node|vary)[_:](\d+)$")
 ROLES = ("frontend", "router", "prefill", "decode", "aggregated", "etcd", "nats",
          "mooncake-master", "helper")
 WORKER_ROLES = ("prefill", "decode", "aggregated")
-_PLACEHOLDER = re.compile(r"\{(\w+(?::\d+)?)\}")
+# a placeholder; `{{` and `}}` are upstream's literal braces ({{job_id}} in captured text)
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(\w+(?::\d+)?)\}")
+_LITERAL = {"{{": "{", "}}": "}"}
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def vary_keys(role: RoleLaunch) -> dict[str, str]:
 def unknown_placeholders(role: RoleLaunch) -> list[str]:
     """Placeholders a role names that the launcher does not fill."""
     text = [*role.argv, *role.env.values(), *role.files.values()]
-    named = {m for t in text for m in _PLACEHOLDER.findall(t)}
+    named = {m for t in text for m in _PLACEHOLDER.findall(t) if m}
     varied = vary_keys(role)
     return sorted(n for n in named if n not in PLACEHOLDERS and not (
         INDEXED.match(n) and (n.startswith("node") or n in varied)))
@@ -103,7 +105,8 @@ def place(dep: Deployment, nodes: list[str]) -> list[Placement]:
 
 
 def render(text: str, values: dict[str, str]) -> str:
-    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+    return _PLACEHOLDER.sub(
+        lambda m: _LITERAL.get(m.group(0)) or values.get(m.group(1), m.group(0)), text)
 
 
 def steps(dep: Deployment, placements: list[Placement], nodes: list[str],
@@ -149,7 +152,7 @@ def _argv(argv: list[str], values: dict[str, str]) -> list[str]:
     out = []
     for a in argv:
         rendered = render(a, values)
-        if rendered or not _PLACEHOLDER.search(a):
+        if rendered or not any(m.group(1) for m in _PLACEHOLDER.finditer(a)):
             out.append(rendered)
     return out
 

@@ -25,7 +25,7 @@ STAND_INS = ("dynamo-mocker",)
 # Dynamo's planes without etcd or NATS (ai-dynamo 1.6.1 dynamo/frontend/frontend_args.py
 # --discovery-backend, --request-plane, --event-plane; the mocker takes the same flags)
 PLANES = ["--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq"]
-DROPPED = ("etcd", "nats")  # what file discovery and the TCP/ZMQ planes replace
+DROPPED = ("etcd", "nats", "mooncake-master")  # file discovery, TCP/ZMQ planes; no KV store
 # Each worker's system server (health and /metrics): DYN_SYSTEM_PORT, per role kind a base
 # port, plus the instance's index (harness/engines/multinode_roles.py)
 SYSTEM_PORT = {"prefill": 18100, "decode": 18200, "aggregated": 18300}
@@ -58,9 +58,16 @@ def stand_in_deployment(sc: SweepConfig, dep: Deployment, where) -> Deployment:
                           f"{model} holds no tokenizer (tokenizer.json) for the mocker",
                           "set engine.slurm.stand_in_model to a local model directory with its "
                           "tokenizer and config.json")
+    if not any(r.role == "frontend" for r in dep.roles):
+        raise ConfigError(where("engine.slurm.worker_stand_in"), "engine.slurm.worker_stand_in",
+                          "this deployment has no Dynamo frontend (its workers serve HTTP "
+                          "themselves); the mocker serves no HTTP of its own",
+                          "run this row on GPUs without a stand-in, or pick a row with a "
+                          "dynamo.frontend role")
     discovery = cfg.discovery_dir or "{launch_dir}/discovery"
     env = {"DYN_FILE_KV": discovery}
     block = _block_size(dep)
+    nice = ["nice", "-n", str(cfg.stand_in_nice)] if cfg.stand_in_nice is not None else []
     out: list[RoleLaunch] = []
     for r in dep.roles:
         if r.role in DROPPED:
@@ -79,6 +86,7 @@ def stand_in_deployment(sc: SweepConfig, dep: Deployment, where) -> Deployment:
                               "(the stand-in replaces Dynamo's workers only)",
                               f"install {_program(r)} on the nodes (nginx: apt-get install "
                               "nginx-light), run this key on GPUs, or attach to it")
+    out = [dataclasses.replace(r, argv=[*nice, *r.argv]) for r in out]
     return Deployment(source=f"{dep.source} [workers: {cfg.worker_stand_in}]", image=None,
                       gpus_per_node=dep.gpus_per_node, nodes=dep.nodes, roles=out)
 
