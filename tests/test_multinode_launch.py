@@ -160,3 +160,21 @@ def _kill_once_serving(env: dict[str, str], kind: str) -> None:
                           text=True).stdout.split()
     assert pids, f"no {kind} worker to kill"
     subprocess.run(["kill", "-9", *pids], check=True)
+
+
+def test_a_shipped_key_runs_as_captured_through_its_router(cluster, tmp_path) -> None:
+    """What a user runs: a shipped srt-slurm key by its catalog name, its captured row placed
+    as srtctl placed it, the client going through upstream's nginx router to the frontend."""
+    r = head(cluster, "sweep", "recipe=multinode/dsr1-fp4-b200-dynamo-sglang", "engine=multinode",
+             "engine.deployment=recipes/b200-fp4/8k1k.yaml:override_stp_tp4",
+             "row_concurrency=[4]", "scenario.prompts=filtered",
+             *stand_in_args(tmp_path, "shipped"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (p,) = read_points(tmp_path / "shipped")
+    assert p["status"] == "ok" and p["conc"] == 4, p.get("invalid_reasons")
+    roles = p["roles"]
+    assert set(roles) == {"prefill", "decode", "frontend", "router"}  # etcd, NATS left out
+    assert roles["prefill"]["nodes"] == ["n1"] and roles["decode"]["nodes"] == ["n2"]
+    assert roles["frontend"]["nodes"] == ["n2"] and roles["router"]["nodes"] == ["n1"]
+    assert "http://10.213.7.11:8000" in r.stdout  # the client went to the router
+    _nothing_left(cluster)
