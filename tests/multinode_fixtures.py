@@ -25,13 +25,18 @@ def cluster_script(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
-def require_cluster_and_dynamo() -> None:
+def require_cluster() -> None:
+    """Skip (or, where CI requires Slurm, fail) without what the namespace cluster needs."""
     if not shutil.which("slurmctld", path=os.environ.get("PATH", "") + ":/usr/sbin"):
         if os.environ.get("HARNESS_REQUIRE_SLURM"):
             pytest.fail("slurm-wlm is not installed and HARNESS_REQUIRE_SLURM is set")
         pytest.skip("slurm-wlm is not installed (CI installs it; apt-get install slurm-wlm munge)")
     if os.geteuid() != 0:
         pytest.skip("the namespace cluster needs root (ip netns, Slurm daemons)")
+
+
+def require_cluster_and_dynamo() -> None:
+    require_cluster()
     if not (DYNAMO_PYTHON.exists() and (STAND_IN_MODEL / "tokenizer.json").exists()):
         if os.environ.get("HARNESS_REQUIRE_DYNAMO"):
             pytest.fail(".venv-dynamo is missing and HARNESS_REQUIRE_DYNAMO is set")

@@ -106,11 +106,7 @@ def test_a_worker_that_never_registers_fails_the_start_naming_it(cluster, tmp_pa
 
 
 def test_a_worker_killed_mid_point_fails_that_point_and_is_torn_down(cluster, tmp_path) -> None:
-    name = user_recipe(tmp_path / "conf", ROLES)
-    proc = subprocess.Popen(head_argv(cluster, "sweep", "--config-dir", str(tmp_path / "conf"),
-                                      f"recipe={name}",
-                                      *stand_in_args(tmp_path, "kill", "scenario.osl=512")),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = _long_sweep(cluster, tmp_path, "kill")
     _kill_once_serving(cluster, "decode")
     out, _ = proc.communicate(timeout=600)
     points = read_points(tmp_path / "kill")
@@ -121,17 +117,22 @@ def test_a_worker_killed_mid_point_fails_that_point_and_is_torn_down(cluster, tm
 
 
 def test_scancel_of_the_job_exits_143_with_the_points_kept_line(cluster, tmp_path) -> None:
-    name = user_recipe(tmp_path / "conf", ROLES)
-    proc = subprocess.Popen(head_argv(cluster, "sweep", "--config-dir", str(tmp_path / "conf"),
-                                      f"recipe={name}",
-                                      *stand_in_args(tmp_path, "cancel", "scenario.osl=512")),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = _long_sweep(cluster, tmp_path, "cancel")
     job = _serving_job(cluster)
     slurm(cluster, "scancel", job)
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 128 + signal.SIGTERM, out[-3000:]
     assert "rerun with run_id=cancel" in out
     _nothing_left(cluster)
+
+
+def _long_sweep(env: dict[str, str], tmp_path: Path, run_id: str) -> subprocess.Popen[str]:
+    """A sweep of the 1P1D recipe with long answers, running in the background."""
+    name = user_recipe(tmp_path / "conf", ROLES)
+    return subprocess.Popen(head_argv(env, "sweep", "--config-dir", str(tmp_path / "conf"),
+                                      f"recipe={name}",
+                                      *stand_in_args(tmp_path, run_id, "scenario.osl=512")),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def slurm_job_nodes(env: dict[str, str], job: str) -> list[str]:

@@ -5,9 +5,7 @@ node list is readable after it ends."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.config.locations import repo_root
+from tests.multinode_fixtures import require_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -31,12 +30,7 @@ def _cluster_script(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def cluster():
-    if not shutil.which("slurmctld", path=os.environ.get("PATH", "") + ":/usr/sbin"):
-        if os.environ.get("HARNESS_REQUIRE_SLURM"):
-            pytest.fail("slurm-wlm is not installed and HARNESS_REQUIRE_SLURM is set")
-        pytest.skip("slurm-wlm is not installed (CI installs it; apt-get install slurm-wlm munge)")
-    if os.geteuid() != 0:
-        pytest.skip("the namespace cluster needs root (ip netns, Slurm daemons)")
+    require_cluster()
     up = _cluster_script("up", str(len(NODES)))
     assert up.returncode == 0, up.stdout + up.stderr
     env = dict(line.split("=", 1) for line in _cluster_script("env").stdout.splitlines())
