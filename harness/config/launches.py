@@ -59,7 +59,10 @@ def apply_row(sc: SweepConfig, row: SearchRow) -> SweepConfig:
                      setup=list(row.setup if row.setup is not None else e.setup),
                      port_offset=row.port_offset if row.port_offset is not None
                      else e.port_offset,
-                     launch=row.deployment if row.deployment is not None else e.launch)
+                     # the row's captured launch, for the engine that launches it; attached
+                     # (engine=endpoint), the deployment is already up and only named
+                     launch=row.deployment if row.deployment is not None
+                     and e.kind == "multinode" else e.launch)
     scen = sc.scenario  # upstream exports its routing-header switches on DP rows alone
     if row.correlation_headers is not None:
         scen = replace(scen, correlation_headers=list(row.correlation_headers))
