@@ -46,11 +46,23 @@ def _dry_runs(calls: list[tuple[str, list[str]]], results: Path) -> dict[str, li
 
 
 def _attach_args(name: str) -> list[str]:
-    """A multi-node recipe attaches to a deployment: a URL and which row runs behind it."""
+    """A multi-node recipe attaches to a deployment: a URL and which row runs behind it (the
+    usage each recipe's header gives)."""
     if not name.startswith("multinode/"):
         return []
     rows = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())["search_space"]
     return ["engine.url=http://127.0.0.1:9", f"engine.deployment={rows[0]['deploy_recipe']}"]
+
+
+def _selection_args(name: str) -> list[str]:
+    """A multi-node recipe whose rows carry their captured launch runs it (engine=multinode,
+    docs/multinode.md); one without is attached to."""
+    if not name.startswith("multinode/"):
+        return []
+    rows = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())["search_space"]
+    if rows[0].get("launch"):
+        return ["engine=multinode", f"engine.deployment={rows[0]['deploy_recipe']}"]
+    return _attach_args(name)
 
 
 def _agentic_attach(name: str) -> bool:
@@ -63,7 +75,7 @@ def every_dry_run(tmp_path_factory) -> tuple[dict[str, list], Path]:
     """name -> [exit status, stderr] of `harness sweep recipe=<name> --dry-run`."""
     tmp = tmp_path_factory.mktemp("recipes")
     results = tmp / "results"
-    got = _dry_runs([(n, _attach_args(n)) for n in ALL_NAMES], results)
+    got = _dry_runs([(n, _selection_args(n)) for n in ALL_NAMES], results)
     # A recipe whose server reads upstream's checkout is refused without one (its own
     # message); with a directory given it must pass like the rest.
     needs_ws = [n for n, (rc, err) in got.items() if rc == 2 and "key:     engine.workspace" in err]
