@@ -85,7 +85,9 @@ def benchmark_serving(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
 # CORRELATION_HEADERS cites them), and the strings pydantic reads as a true bool.
 AIPERF_CORRELATION_ENV = {"AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID": "X-Session-ID",
                           "AIPERF_HTTP_X_SMG_ROUTING_KEY_FROM_CORRELATION_ID":
-                              "X-SMG-Routing-Key"}
+                              "X-SMG-Routing-Key",
+                          "AIPERF_HTTP_X_DYNAMO_SESSION_ID_FROM_CORRELATION_ID":
+                              "X-Dynamo-Session-ID"}
 _TRUE = {"1", "true", "t", "yes", "y", "on"}
 
 

@@ -288,6 +288,7 @@ def _main(argv: list[str] | None) -> int:
 
     interrupts.install()
     signal.signal(signal.SIGTERM, _terminate)
+    interrupts.guard_sigterm()  # a SIGTERM inside an event loop's callback is not swallowed
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
