@@ -17,13 +17,17 @@ import yaml
 
 from harness.config.compose import compose_sweep
 from harness.config.errors import ConfigError
+from harness.config.launches import launches
 from harness.config.schema import (
+    Deployment,
     EngineConfig,
     HelperProcess,
     KvOffloadConfig,
     SetupStep,
+    SlurmLaunchConfig,
     SweepConfig,
 )
+from harness.config.schema_catalog import RoleLaunch
 from harness.config.validate import check_combinations
 from harness.engines.registry import ENGINE_KINDS, make_adapter
 from harness.spec import acceptance
@@ -32,7 +36,10 @@ GPU = ["model=deepseek-r1", "chip=h200", "scenarios=fixed-1k1k"]
 BASE = {"llamacpp": ["engine=llamacpp"], "vllm": ["engine=vllm", *GPU],
         "sglang": ["engine=sglang", *GPU], "trtllm": ["engine=trtllm", *GPU],
         "atom": ["engine=atom", *GPU],
-        "endpoint": ["engine=endpoint", "engine.url=http://127.0.0.1:1"]}
+        "endpoint": ["engine=endpoint", "engine.url=http://127.0.0.1:1"],
+        # one launch of a captured multi-node row (its `deployment` as engine.launch)
+        "multinode": ["recipe=multinode/dsr1-fp4-b200-dynamo-sglang", "engine=multinode",
+                      "engine.deployment=recipes/b200-fp4/8k1k.yaml:override_stp_tp4"]}
 
 # field -> the distinctive value it is set to
 VALUES: dict[str, Any] = {
@@ -65,6 +72,9 @@ VALUES: dict[str, Any] = {
     "deployment": "distinct-deployment",
     "profile": True,
     "reset_cache_before_point": True,
+    "slurm": SlurmLaunchConfig(partition="distinct-partition"),
+    "launch": Deployment(source="distinct", roles=[RoleLaunch(
+        name="frontend", role="frontend", argv=["distinct-frontend"], port=8000)]),
 }
 # Applied by machinery a launch plan does not show (the session starts helpers and places the
 # port, setup runs in the image, the attach reads metrics_url and picks the deployment's row):
@@ -73,7 +83,9 @@ CHECKED_ELSEWHERE = {
     "kv_offload": "tests/test_kv_offload.py", "helpers": "tests/test_engine_helpers.py",
     "setup": "tests/test_engine_helpers.py", "port_offset": "tests/test_engine_helpers.py",
     "metrics_url": "tests/test_catalog_router_attach.py",
-    "deployment": "tests/test_catalog_multinode.py"}
+    "deployment": "tests/test_catalog_multinode.py",
+    # a deployment's allocation, placement and steps: the namespace cluster runs them
+    "slurm": "tests/test_multinode_launch.py", "launch": "tests/test_multinode_launch.py"}
 _LAUNCHED_CATALOG = {"kv_offload": "applied", "helpers": "applied", "setup": "applied",
                      "port_offset": "applied", "metrics_url": "refused",
                      "deployment": "refused"}
@@ -119,12 +131,22 @@ for _kind in AUDIT:  # profiler.support_problem refuses engines without the endp
     AUDIT[_kind].update({"profile": A, "reset_cache_before_point": A})
 AUDIT["endpoint"].update({"kv_offload": R, "helpers": R, "setup": R, "port_offset": R,
                           "metrics_url": A, "deployment": A})
+# engine=multinode launches a captured deployment: its roles carry their own argv, env and
+# image; the harness applies only how it runs on Slurm (harness/engines/multinode.py)
+AUDIT["multinode"] = {**{name: R for name in AUDIT["endpoint"]},
+                      **{name: A for name in ("kind", "version", "speculators",
+                                              "can_inject_acceptance", "startup_timeout_s",
+                                              "family", "deployment", "kv_offload", "profile",
+                                              "reset_cache_before_point")}}
+for _kind in AUDIT:  # the multi-node launch's own settings
+    AUDIT[_kind].update({name: A if _kind == "multinode" else R for name in ("slurm", "launch")})
 _BASES: dict[str, SweepConfig] = {}
 
 
 def _base(kind: str) -> SweepConfig:
     if kind not in _BASES:
-        _BASES[kind] = compose_sweep(BASE[kind])
+        sc = compose_sweep(BASE[kind])
+        _BASES[kind] = launches(sc)[0].sc if kind == "multinode" else sc
     return _BASES[kind]
 
 
@@ -140,7 +162,7 @@ def _with(kind: str, **engine: Any) -> SweepConfig:
 def _render(sc: SweepConfig) -> dict[str, Any]:
     """Everything a launch would carry, as text and structure, without launching."""
     a = make_adapter(sc)
-    if not a.launches:
+    if not a.launches or sc.engine.kind == "multinode":  # a deployment, no one launch plan
         return {"adapter": a}
     plan = a.launch_plan(8123, 4)
     out: dict[str, Any] = {"adapter": a, "argv": plan.argv, "env": plan.env,
@@ -310,6 +332,13 @@ def test_startup_timeout_is_the_readiness_wait(kind: str, tmp_path, monkeypatch)
         waited.append(timeout_s)
         raise _Stop
 
+    def allocate(cfg: object, nodes: int, name: str, timeout_s: float) -> None:
+        waited.append(timeout_s)  # a deployment waits for its allocation, then readiness
+        raise _Stop
+
+    from harness.engines import multinode_deploy
+
+    monkeypatch.setattr(multinode_deploy, "allocate", allocate)
     monkeypatch.setattr(session, "ServerProcess", Proc)
     monkeypatch.setattr(session.EngineSession, "_wait_attached", attached)
     adapter = make_adapter(_with(kind, startup_timeout_s=12.5))
