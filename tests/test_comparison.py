@@ -20,7 +20,7 @@ from harness.publish.curves import (
 )
 from harness.publish.dashboards.point_data import point_payload
 from harness.publish.ingest import ingest
-from harness.record.point_record import load_flat
+from harness.record.point_load import load_flat
 from tests.dashboard_fixtures import B200_ROWS, build
 
 

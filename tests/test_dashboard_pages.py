@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from harness.publish.dashboards.page import write_dashboard
-from harness.record.point_record import load_flat
+from harness.record.point_load import load_flat
 from tests.dashboard_fixtures import EVIL, build
 from tests.test_comparison import independent_at
 

@@ -14,7 +14,8 @@ from harness.publish.dashboards.page import render_page
 from harness.publish.gate import gate
 from harness.publish.tables import frontier_table
 from harness.record.metrics import CATALOGUE, metric
-from harness.record.point_record import SCHEMA_VERSION, PointRecord, load_flat, load_records
+from harness.record.point_load import load_flat, load_records
+from harness.record.point_record import SCHEMA_VERSION, PointRecord
 from tests.helpers import harness
 
 V1 = Path(__file__).parent / "fixtures" / "results_v1"

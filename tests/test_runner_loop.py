@@ -13,7 +13,7 @@ from harness.config.compose import compose_sweep
 from harness.engines.hints import EngineHints
 from harness.engines.registry import make_adapter
 from harness.record.metrics import CATALOGUE, GpuCount
-from harness.record.point_record import load_records
+from harness.record.point_load import load_records
 from harness.record.results import RunDir
 from harness.record.validity import settings_for
 from harness.records import RequestRecord

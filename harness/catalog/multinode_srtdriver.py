@@ -245,6 +245,30 @@ def _infra_argv(infra_record: dict) -> list[dict]:
     return out
 
 
+def _stand_in_orchestrator(do_sweep, orch_cls, state: dict) -> None:
+    """srtctl's orchestrator with its process starts recorded, its benchmark stage stopping
+    the capture, and what needs a cluster (telemetry, model staging, locks) a no-op."""
+    for name, stage in (("start_head_infrastructure", "infra"),
+                        ("start_mooncake_master", "mooncake"), ("start_worker", "worker"),
+                        ("start_endpoint_worker", "worker"), ("start_frontend", "frontend")):
+        _wrap(orch_cls, name, stage)
+
+    def stop(self, *a, **k):
+        state["benchmark"] = True
+        raise StopCapture
+
+    orch_cls.run_benchmark = stop
+    for name in ("start_power_telemetry", "start_tachometer", "_stage_model",
+                 "_ensure_model_cached", "_clean_stale_hf_locks"):
+        if hasattr(orch_cls, name):
+            setattr(orch_cls, name, lambda self, *a, **k: [])
+    for name in ("record_resource_snapshot", "write_lockfile", "setup_signal_handlers",
+                 "start_process_monitor"):
+        if hasattr(do_sweep, name):
+            setattr(do_sweep, name, lambda *a, **k: None)
+    state["wrapped"] = True
+
+
 def capture(recipe: str, workdir: Path, setup_script: str | None, mods, state: dict) -> dict:
     """One recipe through srtctl's orchestrator; the records of every process it started."""
     from dataclasses import replace
@@ -268,25 +292,7 @@ def capture(recipe: str, workdir: Path, setup_script: str | None, mods, state: d
                            if getattr(m, "__name__", "").startswith("srtctl")])
     orch_cls = do_sweep.SweepOrchestrator
     if not state.get("wrapped"):
-        for name, stage in (("start_head_infrastructure", "infra"),
-                            ("start_mooncake_master", "mooncake"), ("start_worker", "worker"),
-                            ("start_endpoint_worker", "worker"), ("start_frontend", "frontend")):
-            _wrap(orch_cls, name, stage)
-
-        def stop(self, *a, **k):
-            state["benchmark"] = True
-            raise StopCapture
-
-        orch_cls.run_benchmark = stop
-        for name in ("start_power_telemetry", "start_tachometer", "_stage_model",
-                     "_ensure_model_cached", "_clean_stale_hf_locks"):
-            if hasattr(orch_cls, name):
-                setattr(orch_cls, name, lambda self, *a, **k: [])
-        for name in ("record_resource_snapshot", "write_lockfile", "setup_signal_handlers",
-                     "start_process_monitor"):
-            if hasattr(do_sweep, name):
-                setattr(do_sweep, name, lambda *a, **k: None)
-        state["wrapped"] = True
+        _stand_in_orchestrator(do_sweep, orch_cls, state)
     state["benchmark"] = False
     runtime = do_sweep.RuntimeContext.from_config(config, "4242")
     orch = orch_cls(config=config, runtime=runtime)

@@ -47,7 +47,7 @@ def _dashboard(argv: list[str]) -> int:
 def _readable(run_dirs: list[Path]) -> list:
     """The points of these runs; a ValueError when not one line could be read (each skipped
     line was named in a warning as it was read: points_file.read_points)."""
-    from harness.record.point_record import load_records
+    from harness.record.point_load import load_records
 
     records = load_records(run_dirs)
     if not records:

@@ -12,7 +12,7 @@ from harness.cli.parser import Parser
 
 def main(argv: list[str]) -> int:
     from harness.publish.spec_report import build, to_csv, to_markdown
-    from harness.record.point_record import load_flat
+    from harness.record.point_load import load_flat
 
     p = Parser(
         prog="harness speculation",

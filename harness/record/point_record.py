@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -191,26 +190,3 @@ class PointRecord:
             extras={k: v for k, v in rest.items() if k not in CATALOGUE},
             schema_version=SCHEMA_VERSION,
         )
-
-
-def load_records(run_dirs: Iterable[Path]) -> list[PointRecord]:
-    """Every point of the given run directories, migrated to the current schema."""
-    from harness.record.results import read_points
-
-    out: list[PointRecord] = []
-    for d in map(Path, run_dirs):
-        if not (d / "points.jsonl").is_file():
-            raise FileNotFoundError(
-                f"{d}: no points.jsonl here (is it a run directory, results/<run_id>?)")
-        for n, line in enumerate(read_points(d), 1):
-            try:
-                out.append(PointRecord.from_flat(line))
-            except (ValueError, TypeError) as e:
-                raise ValueError(f"{d / 'points.jsonl'}: point {n} "
-                                 f"({line.get('point_id', '?')}): {e}") from None
-    return out
-
-
-def load_flat(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
-    """Points as flat dicts in the current schema (what curves, tables and pages read)."""
-    return [r.flat() for r in load_records(run_dirs)]

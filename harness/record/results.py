@@ -37,7 +37,6 @@ import json
 import logging
 import math
 import os
-import re
 import socket
 import time
 from pathlib import Path
@@ -48,6 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.config.run_id import run_id_problem
+from harness.record.file_names import safe_name
 from harness.record.points_file import (
     POINTS_FILE,
     parse_line,
@@ -87,13 +87,6 @@ class RunLocked(Exception):
         super().__init__(
             f"{root} is being written by another sweep (PID {pid or 'unknown'}); wait for it "
             "to finish, or use another run_id")
-
-
-def safe_name(text: str) -> str:
-    """`text` made usable as one file name: anything but [A-Za-z0-9._-] becomes '_', and a
-    leading dot too (no hidden files, no '..')."""
-    out = re.sub(r"[^A-Za-z0-9._-]", "_", text)
-    return re.sub(r"^\.", "_", out) or "_"
 
 
 def _reason(e: BaseException) -> str:

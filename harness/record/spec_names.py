@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from harness.record.file_names import safe_name
+
 SELF = "self"  # speculator.draft_model for a model drafting for itself
 
 
@@ -49,8 +51,6 @@ def spec_label(p: Mapping[str, Any], with_al: bool = True) -> str:
 def _job_speculator(run_dir: Path, job: str, cache: dict[str, dict[str, Any]]
                     ) -> dict[str, Any]:
     if job not in cache:
-        from harness.record.results import safe_name  # results reads points through here
-
         path = run_dir / "configs" / f"{safe_name(job)}.yaml"
         try:
             cfg = yaml.safe_load(path.read_text()) if path.is_file() else None

@@ -29,7 +29,7 @@ from harness.publish.links import web_link
 from harness.publish.spec_cost import cost_rows
 from harness.publish.speedup import base_key, base_label, group_series, spec_config
 from harness.record.metrics import PRICE_TIERS, metric
-from harness.record.point_record import load_flat
+from harness.record.point_load import load_flat
 from harness.record.results import atomic_write
 from harness.record.spec_names import spec_name
 
@@ -244,6 +244,24 @@ def _telemetry_note(pts: Sequence[dict[str, Any]]) -> str:
     return note
 
 
+_STYLE = """body { font-family: system-ui, sans-serif; margin: 16px; color: #222; }
+#controls, #compare-controls, #filters { display: flex; flex-wrap: wrap; gap: 8px;
+  align-items: center; margin-bottom: 8px; }
+fieldset { border: 1px solid #ccc; padding: 4px 8px; }
+#chart { width: 100%; height: 680px; }
+#count { color: #666; font-size: 90%; }
+#compare-bars, #trend { width: 100%; height: 680px; }
+#compare-table td, #compare-table th { border: 1px solid #ddd; padding: 2px 6px; }
+#compare-table { border-collapse: collapse; margin-bottom: 8px; }
+#compare-table caption { text-align: left; color: #555; padding: 4px 0; }
+#spec-chart { width: 100%; height: 520px; }
+.spec-table { border-collapse: collapse; margin-bottom: 8px; }
+.spec-table td, .spec-table th { border: 1px solid #ddd; padding: 2px 6px; }
+.spec-table td[data-col="why"], .spec-table td[data-col="note"] { min-width: 28em; }
+#spec-al-chart { width: 100%; height: 480px; }
+"""
+
+
 def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None = None,
                 payload: list[dict[str, Any]] | None = None, capacity: list | None = None) -> str:
     """The page; `payload` is `payload_points(points, out)` when the caller has it already."""
@@ -271,22 +289,7 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 16px; color: #222; }}
-#controls, #compare-controls, #filters {{ display: flex; flex-wrap: wrap; gap: 8px;
-  align-items: center; margin-bottom: 8px; }}
-fieldset {{ border: 1px solid #ccc; padding: 4px 8px; }}
-#chart {{ width: 100%; height: 680px; }}
-#count {{ color: #666; font-size: 90%; }}
-#compare-bars, #trend {{ width: 100%; height: 680px; }}
-#compare-table td, #compare-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
-#compare-table {{ border-collapse: collapse; margin-bottom: 8px; }}
-#compare-table caption {{ text-align: left; color: #555; padding: 4px 0; }}
-#spec-chart {{ width: 100%; height: 520px; }}
-.spec-table {{ border-collapse: collapse; margin-bottom: 8px; }}
-.spec-table td, .spec-table th {{ border: 1px solid #ddd; padding: 2px 6px; }}
-.spec-table td[data-col="why"], .spec-table td[data-col="note"] {{ min-width: 28em; }}
-#spec-al-chart {{ width: 100%; height: 480px; }}
-</style></head>
+{_STYLE}</style></head>
 <body>
 <h1>{html.escape(title)}</h1>
 <div id="controls"></div>

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.publish.exports import aiperf_agentic, inferencex_fixed
-from harness.record.point_record import PointRecord, load_records
+from harness.record.point_load import load_records
+from harness.record.point_record import PointRecord
 
 
 class ExportError(ValueError):
