@@ -67,6 +67,15 @@ class FakeSession:
     def __init__(self, alive: bool = True) -> None:
         self._alive = alive
 
+    def role_metrics(self) -> dict:  # a multi-node deployment's roles: none here
+        return {}
+
+    def deployment_facts(self) -> dict:
+        return {}
+
+    def process_roots(self) -> list:
+        return []
+
     def scrape(self) -> dict:
         return {}
 

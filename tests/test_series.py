@@ -69,6 +69,7 @@ def test_server_scrapes_become_neutral_names() -> None:
          'vllm:kv_cache_usage_perc{engine="1",model_name="m"}': 0.5,
          'vllm:prompt_tokens_total{engine="0",model_name="m"}': 1000.0,
          'vllm:prefix_cache_hits_total{engine="0",model_name="m"}': 300.0,
+         'vllm:prefix_cache_queries_total{engine="0",model_name="m"}': 900.0,
          'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"}': 40.0}
     rows = series.server_rows(ENGINE_COUNTERS["vllm"], [(101.0, s)], t0=100.0)
     got = {r[3]: (r[0], r[4]) for r in rows}
@@ -76,6 +77,7 @@ def test_server_scrapes_become_neutral_names() -> None:
     assert got["num_requests_waiting"] == (1.0, 4.0)
     assert got["prompt_tokens_total"] == (1.0, 1000.0)
     assert got["prefix_hits_total"] == (1.0, 300.0)
+    assert got["prefix_queries_total"] == (1.0, 900.0)  # hits and queries, as vLLM counts
     assert got["spec_drafts_total"] == (1.0, 40.0)
     if getattr(getattr(ENGINE_COUNTERS["vllm"], "cache", None), "kv_usage", None):
         assert got["kv_usage"] == (1.0, 0.5)  # max over ranks, as AgentX aggregates it
@@ -135,6 +137,15 @@ class TwoPhaseWorkload(Workload):
 
 class Session:
     base_url, version = "http://127.0.0.1:9", "fake 1.0"
+
+    def role_metrics(self) -> dict:  # a multi-node deployment's roles: none here
+        return {}
+
+    def deployment_facts(self) -> dict:
+        return {}
+
+    def process_roots(self) -> list:
+        return []
 
     def scrape(self) -> dict:
         return {"vllm:num_requests_running": 1.0, "vllm:generation_tokens_total": 8.0}

@@ -116,6 +116,15 @@ class SleepingWorkload(Workload):
 class FakeSession:
     base_url, version = "http://127.0.0.1:9", "fake 1.0"
 
+    def role_metrics(self) -> dict:  # a multi-node deployment's roles: none here
+        return {}
+
+    def deployment_facts(self) -> dict:
+        return {}
+
+    def process_roots(self) -> list:
+        return []
+
     def scrape(self) -> dict:
         return {}
 

@@ -268,7 +268,8 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
             "127.0.0.1", "localhost", "::1") and url.port:
         for pid in host_telemetry.listening_pids(url.port):  # an engine we did not launch
             hs.add_root(pid)
-    for pid in (eng.process_roots() if hs is not None else ()):  # a deployment's local steps
+    roots = getattr(eng, "process_roots", None)  # a deployment's local steps; the engine's
+    for pid in (roots() if hs is not None and roots else ()):
         hs.add_root(pid)
     desc = (f"rate {p.level.rate:g}/s" if p.level.rate is not None
             else f"conc {p.level.concurrency:>4}")

@@ -5,7 +5,7 @@ generated from here; a test keeps it current)."""
 
 from __future__ import annotations
 
-from harness.record.catalogue import agentx, client, core, energy, series, slo
+from harness.record.catalogue import agentx, client, core, energy, host, series, slo
 from harness.record.catalogue.base import (
     E2E_INTVTY_PERCENTILES,
     HIGHER,
@@ -34,7 +34,8 @@ def _join(*families: list[Metric]) -> dict[str, Metric]:
 
 
 CATALOGUE: dict[str, Metric] = _join(core.METRICS, client.METRICS, agentx.METRICS,
-                                     energy.METRICS, series.METRICS, slo.METRICS)
+                                     energy.METRICS, series.METRICS, slo.METRICS,
+                                     host.METRICS)
 
 
 def metric(key: str) -> Metric:
