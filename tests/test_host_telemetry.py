@@ -76,7 +76,9 @@ def test_a_busy_process_outside_our_trees_is_foreign_and_our_own_child_is_not(
     # child is in ours, never in foreign's named processes.
     assert f.procs_cores >= 0.8 * foreign_cores
     assert f.ours_cores >= 0.8 * ours_cores
-    assert f.foreign_cores >= f.procs_cores - 1e-9
+    # /proc/stat's busy time and the processes' own times tick apart: the named processes may
+    # exceed the whole by a few ticks per sample (1/100 s each), never by more
+    assert f.foreign_cores >= f.procs_cores - 0.05
     top = dict(((pid, comm), cores) for pid, comm, cores in f.top)
     assert any(pid == foreign and abs(c - foreign_cores) < 0.25 for (pid, _), c in top.items())
     # ...and the rule, fed this window, calls the point disturbed and names the process.
