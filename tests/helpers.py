@@ -100,3 +100,16 @@ def both_transports(module_name: str, autouse: bool = True):
         return request.param
 
     return transport
+
+
+class NoDeployment:
+    """What a test's stand-in for EngineSession says about a multi-node deployment: none."""
+
+    def role_metrics(self) -> dict:
+        return {}
+
+    def deployment_facts(self) -> dict:
+        return {}
+
+    def process_roots(self) -> list:
+        return []

@@ -22,6 +22,7 @@ from harness.sweep.runner import plan_points, run_point
 from harness.workloads.agentic_lanes import AgenticLaneWorkload
 from harness.workloads.base import LoadLevel, Measurement, Target, Workload
 from harness.workloads.fixed_seq import FixedSequenceWorkload
+from tests.helpers import NoDeployment
 
 
 def _record(i: int, ok: bool = True, tokens: int = 8, max_tokens: int = 8) -> RequestRecord:
@@ -61,20 +62,11 @@ class SyntheticWorkload(Workload):
                             "vllm:generation_tokens_total": 80.0})
 
 
-class FakeSession:
+class FakeSession(NoDeployment):
     base_url, version = "http://127.0.0.1:9", "fake 1.0"
 
     def __init__(self, alive: bool = True) -> None:
         self._alive = alive
-
-    def role_metrics(self) -> dict:  # a multi-node deployment's roles: none here
-        return {}
-
-    def deployment_facts(self) -> dict:
-        return {}
-
-    def process_roots(self) -> list:
-        return []
 
     def scrape(self) -> dict:
         return {}

@@ -26,6 +26,7 @@ from harness.sweep.point import JobContext
 from harness.sweep.runner import choose_telemetry, plan_points, run_point
 from harness.telemetry.base import GpuReading
 from harness.workloads.base import LoadLevel, Measurement, Target, Workload
+from tests.helpers import NoDeployment
 
 
 def _req(i: int, send: float, end: float, phase: str = "measured") -> RequestRecord:
@@ -135,17 +136,8 @@ class TwoPhaseWorkload(Workload):
         return Measurement(warm, meas, {}, {})
 
 
-class Session:
+class Session(NoDeployment):
     base_url, version = "http://127.0.0.1:9", "fake 1.0"
-
-    def role_metrics(self) -> dict:  # a multi-node deployment's roles: none here
-        return {}
-
-    def deployment_facts(self) -> dict:
-        return {}
-
-    def process_roots(self) -> list:
-        return []
 
     def scrape(self) -> dict:
         return {"vllm:num_requests_running": 1.0, "vllm:generation_tokens_total": 8.0}

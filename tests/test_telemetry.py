@@ -28,6 +28,7 @@ from harness.sweep.runner import choose_telemetry, plan_points, run_point
 from harness.telemetry import amd_smi, nvidia_smi
 from harness.testing.telemetry_emulator import amd_gpu, install, nvidia_row
 from harness.workloads.base import LoadLevel, Measurement, Target, Workload
+from tests.helpers import NoDeployment
 
 LAW = {"0": [300.0, 5.0], "1": [250.0, -3.0]}  # watts = a + b (now - t0)
 
@@ -113,17 +114,8 @@ class SleepingWorkload(Workload):
                            PhaseResult(recs, start, end, wall, h), {}, {})
 
 
-class FakeSession:
+class FakeSession(NoDeployment):
     base_url, version = "http://127.0.0.1:9", "fake 1.0"
-
-    def role_metrics(self) -> dict:  # a multi-node deployment's roles: none here
-        return {}
-
-    def deployment_facts(self) -> dict:
-        return {}
-
-    def process_roots(self) -> list:
-        return []
 
     def scrape(self) -> dict:
         return {}
@@ -131,11 +123,6 @@ class FakeSession:
     def alive(self) -> bool:
         return True
 
-    def role_metrics(self) -> dict[str, str]:  # a single server: no per-role metrics
-        return {}
-
-    def deployment_facts(self) -> dict:
-        return {}
 
 
 def _sc(*overrides: str):
