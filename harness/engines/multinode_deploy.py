@@ -67,6 +67,10 @@ class SlurmDeployment:
         for s in self.launched:
             for name, content in s.files.items():
                 path = self.workdir / name
+                if not path.resolve().is_relative_to(self.workdir.resolve()):
+                    raise EngineStartError(f"role {s.role} ({s.label}): file {name!r} would be "
+                                           "written outside the launch directory; fix the "
+                                           "row's deployment")
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(content)
             preamble = None
