@@ -16,6 +16,7 @@ from harness.config.errors import ConfigError, did_you_mean
 from harness.config.kinds import ENGINE_KINDS, SAMPLE_METHODS, SAMPLING_ENGINES, WORKLOAD_KINDS
 from harness.config.run_id import check_run_location
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
+from harness.config.validate_bench import check_client_choices
 from harness.config.validate_scenario import (
     check_correlation_headers,
     check_dataset,
@@ -333,22 +334,6 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("engine.url"), "engine.url",
                           "engine=endpoint needs the URL of a running server",
                           "add engine.url=http://host:port")
-
-
-def check_client_choices(sc: SweepConfig, where: Locator) -> None:
-    """The client's named choices: each a known value."""
-    if sc.client.transport not in ("aiohttp", "httptools"):
-        raise ConfigError(where("client.transport"), "client.transport",
-                          f"unknown transport {sc.client.transport!r}",
-                          "use aiohttp (the default) or httptools (docs/client.md)")
-    if sc.client.read_path not in ("compiled", "python"):
-        raise ConfigError(where("client.read_path"), "client.read_path",
-                          f"unknown read path {sc.client.read_path!r}",
-                          "use compiled (the default) or python (docs/client.md)")
-    if sc.client.agentic_workers not in ("scheduler", "lanes"):
-        raise ConfigError(where("client.agentic_workers"), "client.agentic_workers",
-                          f"unknown split {sc.client.agentic_workers!r}",
-                          "use scheduler (the default) or lanes (docs/replay.md)")
 
 
 EVAL_TASKS = ("gsm8k", "gpqa_diamond", "swebench_lite")
