@@ -13,6 +13,7 @@ import logging
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,42 +97,51 @@ class SlurmDeployment:
         self._wait_model(deadline)
 
     def _wait_ok(self, step: Step, url: str, deadline: float) -> None:
-        last = ""
-        while True:
-            self._fail_if_dead("before it was ready")
+        last = [""]
+
+        def answered() -> bool:
             status, body = _get(url)
-            if status == 200:
-                return
-            last = f"HTTP {status}" if status else body.decode(errors="replace")[:200]
-            if time.monotonic() > deadline:
-                raise EngineStartError(
-                    f"role {step.role} ({step.label}) on node {step.node} did not answer {url} "
-                    f"within {self.sc.engine.startup_timeout_s:g} s (engine.startup_timeout_s; "
-                    f"last: {last}); its log {step.log_path}:\n{log_tail(step.log_path)}")
-            time.sleep(0.5)
+            last[0] = f"HTTP {status}" if status else body.decode(errors="replace")[:200]
+            return status == 200
+
+        self._poll(answered, "before it was ready", deadline, lambda: (
+            f"role {step.role} ({step.label}) on node {step.node} did not answer {url} "
+            f"within {self.sc.engine.startup_timeout_s:g} s (engine.startup_timeout_s; "
+            f"last: {last[0]}); its log {step.log_path}:\n{log_tail(step.log_path)}"))
 
     def _wait_model(self, deadline: float) -> None:
         """Until the frontend lists the served model: every worker it needs has registered."""
         url = self.base_url + "/v1/models"
         seen: list[str] = []
-        while True:
-            self._fail_if_dead("before the frontend listed the model")
+
+        def listed() -> bool:
             status, body = _get(url)
             if status == 200:
                 try:
-                    seen = [m.get("id", "") for m in json.loads(body).get("data", [])]
+                    seen[:] = [m.get("id", "") for m in json.loads(body).get("data", [])]
                 except (ValueError, AttributeError):
-                    seen = []
-                if self.served_name in seen:
-                    return
-            if time.monotonic() > deadline:
-                workers = [s for s in self.steps if s.role in roles.WORKER_ROLES]
-                detail = "\n".join(f"- role {s.role} ({s.label}) on node {s.node}: log "
-                                   f"{s.log_path}:\n{log_tail(s.log_path, 5)}" for s in workers)
-                raise EngineStartError(
-                    f"the frontend {url} did not list {self.served_name!r} within "
+                    seen.clear()
+            return self.served_name in seen
+
+        def unregistered() -> str:
+            workers = [s for s in self.steps if s.role in roles.WORKER_ROLES]
+            detail = "\n".join(f"- role {s.role} ({s.label}) on node {s.node}: log "
+                               f"{s.log_path}:\n{log_tail(s.log_path, 5)}" for s in workers)
+            return (f"the frontend {url} did not list {self.served_name!r} within "
                     f"{self.sc.engine.startup_timeout_s:g} s (listed: {seen or 'nothing'}): a "
                     f"worker never registered.\n{detail}")
+
+        self._poll(listed, "before the frontend listed the model", deadline, unregistered)
+
+    def _poll(self, ready: Callable[[], bool], when: str, deadline: float,
+              timed_out: Callable[[], str]) -> None:
+        """Until `ready()`; a step that dies first, or the deadline, fails the start."""
+        while True:
+            self._fail_if_dead(when)
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                raise EngineStartError(timed_out())
             time.sleep(0.5)
 
     def _fail_if_dead(self, when: str) -> None:
