@@ -119,7 +119,7 @@ def test_code_cites_only_docs_that_live_in_this_repository() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness", "harness.records", "harness.config"),
     ("harness.client",),
-    ("harness.spec",),
+    ("harness.speculation",),
     ("harness.record",),
     ("harness.telemetry", "harness.engines"),
     ("harness.workloads",),

@@ -1,5 +1,5 @@
 """The client's settings for one launch as a sweep would run it: what `harness catalog show
---json` prints beside the server, and what tests/test_catalog_render.py compares with the
+--json` prints beside the server, and what tests/catalog/test_catalog_render.py compares with the
 captured client call (harness/catalog/client_settings.py reads that call).
 
 Fixed-sequence: lengths, range ratio, requests and warmups per concurrency, the API, and

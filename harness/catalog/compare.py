@@ -1,7 +1,7 @@
 """Two server commands compared as upstream's and ours can be: the program and its positional
 arguments in order, the options as a set of flag groups (an option with the values after it;
 a catalog recipe's per-row flags follow the template's, so order differs, values do not), file
-paths by their content. Used by `harness catalog diff` and tests/test_catalog_render.py."""
+paths by their content. Used by `harness catalog diff` and tests/catalog/test_catalog_render.py."""
 
 from __future__ import annotations
 

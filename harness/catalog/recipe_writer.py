@@ -7,7 +7,7 @@ script.
 Exact by construction: a value becomes a placeholder only where the harness renders exactly the
 captured text for it (its own rule for that placeholder, harness/engines/template.py), and only
 after an option that means it (`--tensor-parallel-size 8` is {tp}, a literal 8 elsewhere stays
-8); everything else is literal with its braces escaped. `tests/test_catalog_render.py` renders
+8); everything else is literal with its braces escaped. `tests/catalog/test_catalog_render.py` renders
 every launch back through the engine adapter and compares it with the capture."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from harness.catalog.multinode import (
     chip_of,
 )
 from harness.engines.template import max_model_len
-from harness.spec.drafters import speculator_from_server_argv
+from harness.speculation.drafters import speculator_from_server_argv
 
 ENGINE_OF = {"sglang": "sglang", "vllm": "vllm", "trt": "trtllm", "trtllm": "trtllm",
              "atom": "atom"}
@@ -257,7 +257,7 @@ def usable(c: dict) -> bool:
 
 
 def _drafter(c: dict, engine: str) -> dict[str, Any] | None:
-    """What the captured server command drafts with (harness/spec/drafters.py), None when it
+    """What the captured server command drafts with (harness/speculation/drafters.py), None when it
     runs no speculation or names an engine the reader does not know."""
     server = c.get("server") or {}
     env = {**(c.get("env_in") or {}), **(server.get("env_added") or server.get("env") or {})}

@@ -1,7 +1,7 @@
 """Every launch of a catalog recipe rendered through its engine adapter, as data: concurrency,
 topology, the server's argv, environment and files, helpers, setup steps, KV offloading and the
 client's scenario settings. What `harness catalog show` prints and what
-tests/test_catalog_render.py compares with upstream's captured launches.
+tests/catalog/test_catalog_render.py compares with upstream's captured launches.
 
 Rendered as upstream's job would run it: on the job's `port` (InferenceX's launchers: 8888),
 binding `host` (upstream: 0.0.0.0; a harness sweep binds engine.host, 127.0.0.1 by default),

@@ -116,7 +116,7 @@ def _traces(argv: list[str]) -> int:
 
 
 def _acceptance(argv: list[str]) -> int:
-    from harness.spec.acceptance import load_table
+    from harness.speculation.acceptance import load_table
 
     p = Parser(prog="harness acceptance",
                                 description="The acceptance-length table (recipes/acceptance/).")
@@ -130,7 +130,7 @@ def _acceptance(argv: list[str]) -> int:
     imp.add_argument("--commit", help="the checkout's commit (default: git rev-parse HEAD)")
     a = p.parse_args(argv)
     if a.cmd == "import-golden":
-        from harness.spec.golden import import_golden
+        from harness.speculation.golden import import_golden
 
         if not (a.dir / "golden_al_distribution").is_dir():
             print(f"harness acceptance import-golden: {a.dir / 'golden_al_distribution'} is not "
@@ -155,7 +155,7 @@ def _acceptance(argv: list[str]) -> int:
 def _calibrate(argv: list[str]) -> int:
     from harness.config.compose import compose_sweep
     from harness.config.locations import repo_root
-    from harness.spec.acceptance import TABLE_DIR
+    from harness.speculation.acceptance import TABLE_DIR
     from harness.sweep.calibrate import (
         add_arguments,
         calibrate,

@@ -16,7 +16,7 @@ from harness.client.loop_passes import PASSES, PassMeter
 from harness.client.stamp_probe import StampProbe
 
 # The probe only sees stalls that cover one of its wake-ups, so a stall shorter than this can
-# go unseen (tests/test_client_accuracy.py measures the real per-chunk error instead). A 1 ms
+# go unseen (tests/client/test_client_accuracy.py measures the real per-chunk error instead). A 1 ms
 # probe would see more but costs CPU the 750k chunks/s target does not have.
 _LAG_PROBE_S = 0.005
 # How late the probe's timer wakes on an idle loop (p50 0.13 ms on uvloop, 0.17 ms on asyncio

@@ -8,7 +8,7 @@ together (a barrier, then one shared start instant), and returns their results i
 every record once, the window from the first send to the last end, the client's health
 judged by its worst process. Times need no translation: `time.perf_counter` is
 CLOCK_MONOTONIC on Linux, one clock for every process on the host (harness/records.py;
-tests/test_client_workers.py checks a child's stamps fall between the parent's).
+tests/client/test_client_workers.py checks a child's stamps fall between the parent's).
 
 What is partitioned:
 - closed loop (fixed-sequence): the C request slots; slot s goes to process s mod N and takes

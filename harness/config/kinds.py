@@ -6,7 +6,7 @@ from __future__ import annotations
 
 ENGINE_KINDS = ("llamacpp", "vllm", "sglang", "trtllm", "atom", "endpoint", "multinode")
 WORKLOAD_KINDS = ("fixed", "agentic", "timestamped")
-# speculator.sample_method: how drafts are sampled and verified (harness/spec/acceptance.py keys
+# speculator.sample_method: how drafts are sampled and verified (harness/speculation/acceptance.py keys
 # curves on it): greedy (vLLM's default draft_sample_method; what SGLang, TensorRT-LLM and ATOM
 # drafters run), probabilistic (vLLM draft_sample_method probabilistic), probabilistic-block
 # (and rejection_sample_method block).

@@ -27,7 +27,7 @@ class RealisedAcceptance:
     samples: int = 0  # gauge readings used (distinct values for an interval-mean gauge)
     reason: str = ""  # why al is None, or a caveat
     # The metric counts only the tokens a request's finishing step kept (SGLang): it reads
-    # short on short outputs, and an injected AL is judged against harness.spec.truncation.
+    # short on short outputs, and an injected AL is judged against harness.speculation.truncation.
     truncated_at_finish: bool = False
 
 
@@ -163,7 +163,7 @@ def _from_gauge(g: AcceptanceGauge, samples: Sequence[tuple[float, Sample]],
 
 def independent_draws(c: EngineCounters, r: RealisedAcceptance,
                       mean_batch: float | None = None) -> float | None:
-    """The n that `harness.spec.verify.verify` needs: how many independent accepted-count
+    """The n that `harness.speculation.verify.verify` needs: how many independent accepted-count
     draws the realised AL averages.
 
     Per-request injection (vLLM, TensorRT-LLM, ATOM, llama.cpp): the drafts. Per-batch

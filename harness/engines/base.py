@@ -25,7 +25,7 @@ from harness.engines.template import (
     render,
     template_values,
 )
-from harness.spec.acceptance import AcceptancePlan, synthetic_rates
+from harness.speculation.acceptance import AcceptancePlan, synthetic_rates
 
 
 class EngineConfigError(ValueError):

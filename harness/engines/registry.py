@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # the registry stays importable from config validation withou
     from harness.config.schema import SweepConfig
     from harness.engines.base import EngineAdapter, Locate
     from harness.engines.hints import EngineHints
-    from harness.spec.acceptance import AcceptancePlan
+    from harness.speculation.acceptance import AcceptancePlan
 
 _ADAPTERS = {
     "llamacpp": ("harness.engines.llamacpp", "LlamaCppAdapter"),

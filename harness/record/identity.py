@@ -12,7 +12,7 @@ import dataclasses
 from harness.config.schema import EngineConfig, ScenarioConfig, SweepConfig
 from harness.config.validate import gpus_of
 from harness.record.point_record import PointIdentity, digest
-from harness.spec.acceptance import AcceptancePlan
+from harness.speculation.acceptance import AcceptancePlan
 
 _digest = digest
 

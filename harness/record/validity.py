@@ -236,11 +236,11 @@ def acceptance_rule(mode: str, requested: float | None, realised: float | None,
     """An injected point must realise the requested AL, judged statistically: the realised AL
     of `draws` independent draws must fall inside the interval the injected distribution
     allows at `s.al_confidence`, and there must be at least `s.al_min_drafts` of them
-    (harness.spec.verify). A fixed percentage would fail short points at random and pass long
+    (harness.speculation.verify). A fixed percentage would fail short points at random and pass long
     ones that are plainly off. `expected`: what the engine's metric reads when it applied
     the injection, where that is less than the requested AL (a metric that cuts each
-    request's last step: harness.spec.truncation)."""
-    from harness.spec.verify import verify
+    request's last step: harness.speculation.truncation)."""
+    from harness.speculation.verify import verify
 
     if mode != "injected" or requested is None:
         return []

@@ -33,7 +33,7 @@ from harness.config.locations import repo_root
 from harness.config.schema import EngineConfig, SweepConfig
 from harness.config.validate import Locator, check_combinations, check_ranges
 from harness.record.results import RunDir
-from harness.spec import acceptance
+from harness.speculation import acceptance
 
 AGENTIC_SHORT = "agentic-weka-cpu"  # scenarios/agentic-weka-cpu.yaml: traces in the repo
 AGENTIC_S = 10.0

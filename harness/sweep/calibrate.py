@@ -28,8 +28,8 @@ from harness.engines.registry import make_adapter
 from harness.engines.sampler import MetricsSampler
 from harness.engines.session import EngineSession
 from harness.record.provenance import git_revision
-from harness.spec.acceptance import COLUMNS, AcceptanceRow, append_rows
-from harness.spec.speed_bench import DatasetSpec, load_conversations
+from harness.speculation.acceptance import COLUMNS, AcceptanceRow, append_rows
+from harness.speculation.speed_bench import DatasetSpec, load_conversations
 from harness.workloads.tokenizer import load_tokenizer
 
 # InferenceX's golden curves: output_len 4096. A CPU engine generates a few tokens a second

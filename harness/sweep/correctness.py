@@ -33,7 +33,7 @@ from harness.evals.tasks import data_for
 from harness.evals.verdicts import eval_fields, eval_rule, lossless_fields, lossless_rule
 from harness.record.results import RunDir
 from harness.record.validity import Validity
-from harness.spec.acceptance import AcceptancePlan
+from harness.speculation.acceptance import AcceptancePlan
 
 log = logging.getLogger(__name__)
 Locate = Callable[[str], str]

@@ -28,8 +28,8 @@ from harness.record.validity import (
     request_rules,
     speculation_rule,
 )
-from harness.spec.acceptance import synthetic_rates
-from harness.spec.truncation import truncated_al
+from harness.speculation.acceptance import synthetic_rates
+from harness.speculation.truncation import truncated_al
 from harness.telemetry import NOT_SET, Choice
 from harness.workloads.base import Measurement, Workload
 
@@ -95,7 +95,7 @@ def expected_al(adapter: EngineAdapter, r: counters.RealisedAcceptance,
                 decode_tokens: Sequence[int]) -> float | None:
     """What an injected point's AL metric reads when the engine applied the injection, where
     that differs from the requested AL: SGLang counts only the tokens a request's finishing
-    step kept (harness.spec.truncation), which on AgentX's short replies reads ~10% low."""
+    step kept (harness.speculation.truncation), which on AgentX's short replies reads ~10% low."""
     plan = adapter.acceptance
     if plan.mode != "injected" or not plan.length or not r.truncated_at_finish:
         return None

@@ -126,7 +126,7 @@ def dry_run(checked: Checked) -> str:
     from harness.config.launches import launches
     from harness.engines.registry import adapter_class
     from harness.engines.workspace import check_workspace
-    from harness.spec import acceptance
+    from harness.speculation import acceptance
 
     sc, where = checked.sc, checked.where
     points = 0

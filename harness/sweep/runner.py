@@ -40,8 +40,8 @@ from harness.record.point_record import PointIdentity, PointRecord
 from harness.record.provenance import git_revision
 from harness.record.results import RunDir, atomic_write
 from harness.record.validity import settings_for
-from harness.spec import acceptance
-from harness.spec.acceptance import AcceptancePlan
+from harness.speculation import acceptance
+from harness.speculation.acceptance import AcceptancePlan
 from harness.sweep import correctness, interrupts, search, series
 from harness.sweep.point import EngineState, JobContext, PowerMeasurement, assemble, now_iso
 from harness.telemetry import host as host_telemetry

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from harness.spec.acceptance import synthetic_rates
+from harness.speculation.acceptance import synthetic_rates
 from harness.testing import engine_emulator
 from harness.testing.emulator_cache import PrefixCache
 from harness.testing.token_count import content_text

@@ -48,7 +48,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from harness.spec.acceptance import synthetic_rates
+from harness.speculation.acceptance import synthetic_rates
 from harness.testing import emulator_control as control
 from harness.testing import emulator_metrics as metrics
 from harness.testing.emulator_cache import PrefixCache

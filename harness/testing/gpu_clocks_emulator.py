@@ -1,6 +1,6 @@
 """A fake `nvidia-smi` that answers any --query-gpu field list the harness asks for, the clock
 fields included, from harness.testing.telemetry_emulator's power trace plus clock facts, so
-the clock and throttle reading can be checked end to end (tests/test_gpu_clocks.py).
+the clock and throttle reading can be checked end to end (tests/telemetry/test_gpu_clocks.py).
 
     install(bin_dir, trace) -> PATH value with an executable named nvidia-smi
 

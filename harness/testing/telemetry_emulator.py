@@ -1,6 +1,6 @@
 """Fake `nvidia-smi` and `amd-smi` that print exactly what the real tools print for the
 queries the harness makes, from a known power trace, so that energy can be checked against a
-hand-integrated value (tests/test_telemetry.py).
+hand-integrated value (tests/telemetry/test_telemetry.py).
 
     install(bin_dir, trace) -> PATH value with executables named nvidia-smi and amd-smi
 

@@ -30,7 +30,7 @@ from harness.config.schema import (
 from harness.config.schema_catalog import RoleLaunch
 from harness.config.validate import check_combinations
 from harness.engines.registry import ENGINE_KINDS, make_adapter
-from harness.spec import acceptance
+from harness.speculation import acceptance
 
 GPU = ["model=deepseek-r1", "chip=h200", "scenarios=fixed-1k1k"]
 BASE = {"llamacpp": ["engine=llamacpp"], "vllm": ["engine=vllm", *GPU],
@@ -80,12 +80,12 @@ VALUES: dict[str, Any] = {
 # port, setup runs in the image, the attach reads metrics_url and picks the deployment's row):
 # each is checked where that machinery is tested, named here.
 CHECKED_ELSEWHERE = {
-    "kv_offload": "tests/test_kv_offload.py", "helpers": "tests/test_engine_helpers.py",
-    "setup": "tests/test_engine_helpers.py", "port_offset": "tests/test_engine_helpers.py",
-    "metrics_url": "tests/test_catalog_router_attach.py",
-    "deployment": "tests/test_catalog_multinode.py",
+    "kv_offload": "tests/config/test_kv_offload.py", "helpers": "tests/engines/test_engine_helpers.py",
+    "setup": "tests/engines/test_engine_helpers.py", "port_offset": "tests/engines/test_engine_helpers.py",
+    "metrics_url": "tests/catalog/test_catalog_router_attach.py",
+    "deployment": "tests/catalog/test_catalog_multinode.py",
     # a deployment's allocation, placement and steps: the namespace cluster runs them
-    "slurm": "tests/test_multinode_launch.py", "launch": "tests/test_multinode_launch.py"}
+    "slurm": "tests/engines/test_multinode_launch.py", "launch": "tests/engines/test_multinode_launch.py"}
 _LAUNCHED_CATALOG = {"kv_offload": "applied", "helpers": "applied", "setup": "applied",
                      "port_offset": "applied", "metrics_url": "refused",
                      "deployment": "refused"}
@@ -227,7 +227,7 @@ def _applied(kind: str, name: str, value: Any, sc: SweepConfig, r: dict[str, Any
 NOT_IN_LAUNCH = {"kind", "version", "speculators", "can_inject_acceptance",
                  "startup_timeout_s",  # checked below, each its own way
                  # applied or refused per engine by harness/engines/profiler.py:
-                 # tests/test_engine_profiler.py
+                 # tests/engines/test_engine_profiler.py
                  "profile", "reset_cache_before_point"}
 
 

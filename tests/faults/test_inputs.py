@@ -16,7 +16,7 @@ from harness.publish.ingest import IngestError, ingest
 from harness.record.results import read_points
 from harness.workloads.traces import TraceError, load_traces
 from tests.helpers import harness
-from tests.test_config_errors import _compose
+from tests.config.test_config_errors import _compose
 
 ROWS = "scenarios/reference/dsr1_b200_rows.json"
 

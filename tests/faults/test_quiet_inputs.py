@@ -19,7 +19,7 @@ from harness.record.validity import ValiditySettings, acceptance_rule, speculati
 from harness.workloads.traces import TraceError, load_traces
 from tests.faults.test_replies import fetch
 from tests.helpers import both_transports
-from tests.test_config_errors import _error
+from tests.config.test_config_errors import _error
 
 # fetch reads test_replies' ClientSettings: the stream tests here run over both transports
 transport = both_transports("tests.faults.test_replies", autouse=False)

@@ -24,7 +24,7 @@ from harness.config.validate import to_sweep_config
 from harness.record.results import ResultsWriteError, RunDir, read_points, read_points_counted
 from harness.testing.spawn import spawn_server
 from tests.helpers import engine_pids, harness, wait_for
-from tests.test_config_errors import _compose
+from tests.config.test_config_errors import _compose
 
 SMALL = ["scenario.requests_per_conc=3", "scenario.warmup_per_conc=1"]
 
