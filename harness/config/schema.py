@@ -124,6 +124,11 @@ class EngineConfig:
     kv_offload: KvOffloadConfig = field(default_factory=KvOffloadConfig)
     helpers: list[HelperProcess] = field(default_factory=list)
     setup: list[SetupStep] = field(default_factory=list)
+    # Files the launch writes before the server starts, as upstream's script writes them
+    # (Mooncake's store config): path under the container's /workspace, only results/ (the
+    # launch dir's results/, mounted there: harness/engines/workspace.py) -> text with the
+    # argv placeholders ({port+N}, {host}, {tp}; literal braces doubled)
+    files: dict[str, str] = field(default_factory=dict)
     # endpoint: where the engine's own /metrics is when engine.url is a router in front of it
     # (InferenceX's agentic DP rows scrape the engine behind the router too); None: engine.url
     metrics_url: str | None = None
@@ -308,6 +313,7 @@ class SearchRow:
     kv_offload: KvOffloadConfig | None = None  # replaces engine.kv_offload on this row
     helpers: list[HelperProcess] | None = None  # replaces engine.helpers on this row
     setup: list[SetupStep] | None = None  # replaces engine.setup on this row
+    files: dict[str, str] | None = None  # merged over engine.files on this row
     port_offset: int | None = None  # replaces engine.port_offset (a router fronting this row)
     correlation_headers: list[str] | None = None  # replaces scenario.correlation_headers
     scenario: str | None = None  # the scenario this row belongs to; must be the recipe's
