@@ -67,3 +67,8 @@ class ValidityConfig:
     sample: str = "warn"
     min_sample_fixed: int = 10
     min_sample_agentic: int = 20
+    # The engine's steadiness (harness.record.steadiness): a fixed point's slowest tenth of
+    # requests must decode at >= steady_decile_min of the median rate: invalid | warn (kept,
+    # marked steady_warning) | off. 0.5 from measured points: docs/host.md
+    steady: str = "invalid"
+    steady_decile_min: float = 0.5
