@@ -1,14 +1,17 @@
 """The bench's rules on a point, beside the client's (harness.record.validity): the host
-(foreign CPU, steal), the accelerator's clocks, and whether the sample holds the percentiles
-the point reports (docs/host.md). Pure functions of a point's figures and `ValiditySettings`.
+(foreign CPU, steal), the accelerator's clocks, the engine's steadiness through the window,
+and whether the sample holds the percentiles the point reports (docs/host.md). Pure functions
+of a point's figures, its request records and `ValiditySettings`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.record.steadiness import slow_text, steadiness_figures
 from harness.record.validity import Rule, ValiditySettings, _finite, _num, _pct
+from harness.records import RequestRecord
 
 _HOST_REMEDY = ("measure on a quiet host: stop the processes named in host_foreign_top (or "
                 "move them off this machine), then resume the run; validity.host=warn keeps "
@@ -57,6 +60,38 @@ def gpu_clock_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
                  "validity.host=warn keeps such points with a mark")]
 
 
+def steadiness_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
+    """The engine decoded steadily through the window: the slowest tenth of requests decoded at
+    no less than `steady_decile_min` of the median rate (harness.record.steadiness). `f`: its
+    figures, nothing where they are absent (too few requests, a shape that varies, a
+    speculative point without per-request acceptance) or `validity.steady=off`; with `warn`
+    the rule passes and says what it saw (`steady_facts`)."""
+    ratio = _num(f.get("decode_slow_ratio"))
+    if s.steady == "off" or not ratio >= 0:
+        return []
+    ok = not ratio < s.steady_decile_min
+    slow = slow_text(f.get("decode_slowest") or [], s.steady_decile_min)
+    kept = " (kept: validity.steady=warn)" if not ok and s.steady == "warn" else ""
+    n = int(_num(f.get("decode_judged")) or 0)
+    msg = (f"the engine was not steady: the slowest tenth of {n} requests decoded at "
+           f"{ratio:.2f}x the median rate ({slow}){kept}" if not ok else
+           f"the slowest tenth of {n} requests decoded at {ratio:.2f}x the median rate")
+    return [Rule("engine_steady", ok or s.steady == "warn", ratio,
+                 f">= {s.steady_decile_min:g}x the median decode rate", msg,
+                 "something slowed the engine for these requests (a neighbour on the host, a "
+                 "throttled clock, swapping): see the host rules and the time series where "
+                 "they decoded, then resume the run; validity.steady=warn keeps such points "
+                 "with a mark")]
+
+
+def steady_facts(rules: Iterable[Rule]) -> dict[str, Any]:
+    """`steady_warning` on a point `validity.steady=warn` kept although the engine was not
+    steady."""
+    seen = [r.message for r in rules
+            if r.name == "engine_steady" and "(kept: validity.steady=warn)" in r.message]
+    return {"steady_warning": seen[0]} if seen else {}
+
+
 def sample_rules(m: Mapping[str, Any], kind: str, s: ValiditySettings) -> list[Rule]:
     """A point must hold the percentiles its kind reports: at least `min_sample_<kind>`
     completed requests. With `validity.sample=warn` (the default) it passes and says so
@@ -95,8 +130,17 @@ def host_facts(rules: Iterable[Rule], s: ValiditySettings) -> dict[str, Any]:
 
 
 def bench_rules(f: Mapping[str, Any], m: Mapping[str, Any], kind: str,
-                s: ValiditySettings) -> tuple[list[Rule], dict[str, Any]]:
-    """The bench's rules on one point (host, GPU clocks, sample size) and the marks a point kept
-    under `warn` carries: `f` harness.telemetry.host.point_figures, `m` its metrics."""
-    rules = [*host_rules(f, s), *gpu_clock_rules(f, s), *sample_rules(m, kind, s)]
-    return rules, {**host_facts(rules, s), **sample_facts(rules)}
+                s: ValiditySettings, records: Sequence[RequestRecord] = (),
+                speculative: bool = False,
+                window_start: float | None = None) -> tuple[list[Rule], dict[str, Any]]:
+    """The bench's rules on one point (host, GPU clocks, the engine's steadiness, sample size)
+    and what the point carries from them (the steadiness figures, the marks a point kept under
+    `warn` carries): `f` harness.telemetry.host.point_figures, `m` its metrics, `records` its
+    measured requests. Steadiness is judged on fixed-sequence points only: an agentic point's
+    requests differ in shape, so their decode rates differ by design."""
+    steady = (steadiness_figures(records, speculative, window_start)
+              if kind == "fixed" and s.steady != "off" else {})
+    rules = [*host_rules(f, s), *gpu_clock_rules(f, s), *steadiness_rules(steady, s),
+             *sample_rules(m, kind, s)]
+    return rules, {**steady, **host_facts(rules, s), **steady_facts(rules),
+                   **sample_facts(rules)}

@@ -103,6 +103,11 @@ class ValiditySettings:
     sample: str = "warn"
     min_sample_fixed: int = 10
     min_sample_agentic: int = 20
+    # The engine's steadiness (harness.record.steadiness): the slowest tenth of a fixed point's
+    # requests must decode at >= this share of the median rate. "invalid" | "warn" (kept,
+    # marked `steady_warning`) | "off". Why 0.5: docs/host.md, "The engine's steadiness".
+    steady: str = "invalid"
+    steady_decile_min: float = 0.5
 
 
 def settings_for(sc: SweepConfig) -> ValiditySettings:
@@ -148,6 +153,16 @@ def host_settings(sc: SweepConfig) -> dict[str, Any]:
                           f"set validity.sample to one of {', '.join(HOST_MODES)}")
     out.update(sample=v.sample, min_sample_fixed=int(v.min_sample_fixed),
                min_sample_agentic=int(v.min_sample_agentic))
+    steady = getattr(v, "steady", ValiditySettings().steady)
+    if steady not in HOST_MODES:
+        raise ConfigError("the config", "validity.steady", f"unknown mode {steady!r}",
+                          f"set validity.steady to one of {', '.join(HOST_MODES)}")
+    bound = getattr(v, "steady_decile_min", ValiditySettings().steady_decile_min)
+    if not 0 <= bound <= 1:
+        raise ConfigError("the config", "validity.steady_decile_min",
+                          f"must be a share of the median rate in [0, 1], got {bound}",
+                          f"set validity.steady_decile_min={ValiditySettings().steady_decile_min}")
+    out.update(steady=steady, steady_decile_min=float(bound))
     return out
 
 

@@ -36,3 +36,14 @@ METRICS: list[Metric] = [
     m("gpu_power_capped_share", "GPU power-capped share", "ratio", NEUTRAL,
       "share of readings with the software power cap active (recorded, not judged)", "host"),
 ]
+METRICS += [
+    m("decode_rate_median", "Decode rate per request, median", "steps/s", NEUTRAL,
+      "median over a fixed point's measured requests of decode steps per second between "
+      "first and last token (a speculative step counts once: harness.record.steadiness)",
+      "host"),
+    m("decode_slow_ratio", "Slowest tenth's decode rate against the median", "ratio", NEUTRAL,
+      "mean decode rate of the slowest ceil(n/10) requests over the median; rule "
+      "engine_steady (validity.steady_decile_min)", "host"),
+    m("decode_judged", "Requests judged for steadiness", "count", NEUTRAL,
+      "measured requests whose decode rate the steadiness rule read", "host"),
+]
