@@ -57,6 +57,7 @@ def apply_row(sc: SweepConfig, row: SearchRow) -> SweepConfig:
                      kv_offload=row.kv_offload if row.kv_offload is not None else e.kv_offload,
                      helpers=list(row.helpers if row.helpers is not None else e.helpers),
                      setup=list(row.setup if row.setup is not None else e.setup),
+                     files={**e.files, **(row.files or {})},
                      port_offset=row.port_offset if row.port_offset is not None
                      else e.port_offset,
                      # the row's captured launch, for the engine that launches it; attached

@@ -61,7 +61,8 @@ CHECKS_ONLY = ("kind", "version", "speculators", "can_inject_acceptance", "start
 # image before the server, containerize; kv_offload: harness/engines/kv_offload.py, or carried by
 # an upstream command that spells its own offload flags)
 LAUNCH_SETTINGS = ("extra_args", "env", "image", "container_runtime", "python", "argv_template",
-                   "host", "helpers", "port_offset", "setup", "kv_offload", "workspace")
+                   "host", "helpers", "port_offset", "setup", "kv_offload", "workspace",
+                   "files")
 # an attached server: nothing is launched, so nothing about a launch applies
 # (can_inject_acceptance: the attached server was started with its own injection knob set,
 # and the harness verifies the AL it realises: the InferenceX attach path)
@@ -271,6 +272,9 @@ class EngineAdapter(ABC):
         """Run the plan inside engine.image when one is set (docker; under Slurm the job's
         srun --container-image does it instead, see harness.distributed). The recipe's setup
         steps run first in the same container (harness/engines/setup_steps.py)."""
+        from harness.engines.workspace import with_files
+
+        plan = with_files(self, plan)  # engine.files, written and mounted at /workspace
         image = self.sc.engine.image
         if not image:
             return plan
@@ -281,7 +285,7 @@ class EngineAdapter(ABC):
         from harness.engines.workspace import docker_mounts, pyxis_mounts
 
         if self.sc.engine.container_runtime == "pyxis":  # inside a Slurm allocation
-            mounts = f"{LAUNCH_DIR}:/launch{pyxis_mounts(self.sc, LAUNCH_DIR)}"
+            mounts = f"{LAUNCH_DIR}:/launch{pyxis_mounts(self.sc, LAUNCH_DIR, plan.files)}"
             argv = ["srun", "--overlap", "--ntasks=1", f"--container-image={image}",
                     f"--container-mounts={mounts}", "--container-workdir=/launch",
                     "--export=ALL", *plan.argv]
@@ -292,7 +296,7 @@ class EngineAdapter(ABC):
         for k in sorted(plan.env):
             argv += ["-e", k]  # the value comes from the environment, never the command line
         argv += ["-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface",
-                 "-v", f"{LAUNCH_DIR}:/launch", *docker_mounts(self.sc, LAUNCH_DIR),
+                 "-v", f"{LAUNCH_DIR}:/launch", *docker_mounts(self.sc, LAUNCH_DIR, plan.files),
                  "-w", "/launch", image, *plan.argv]
         return LaunchPlan(argv=argv, env=plan.env, files=plan.files, port=plan.port,
                           ready_paths=plan.ready_paths)
