@@ -19,6 +19,7 @@ import yaml
 
 from harness.config.locations import repo_root
 from harness.publish.links import web_link
+from harness.record.chip_costs import ChipCosts
 from harness.record.results import ResultsWriteError, RunDir, RunLocked, atomic_write, dumps
 
 MODELS = {"dsr1": "deepseek-r1", "gptoss": "gpt-oss-120b", "llama70b": "llama-3.3-70b"}
@@ -43,11 +44,7 @@ def chip_constants(chip: str) -> dict[str, Any]:
                           f"{', '.join(known_chips())} (add recipes/chip/{chip}.yaml for "
                           "cost and power columns)")
     path = repo_root() / "recipes" / "chip" / f"{chip}.yaml"
-    c = yaml.safe_load(path.read_text())
-    tiers = c["cost_per_gpu_hr"]
-    return {"chip_tdp_w": c.get("tdp_w"), "chip_power_kw_all_in": c["power_kw_all_in"],
-            "chip_cost_hyperscaler": tiers["hyperscaler"],
-            "chip_cost_neocloud": tiers["neocloud"], "chip_cost_rental_3yr": tiers["rental_3yr"]}
+    return ChipCosts.of(yaml.safe_load(path.read_text())).columns()
 
 
 def gpu_count(row: dict[str, Any]) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from harness.record.chip_costs import CHIP_FIELDS
 from harness.record.metrics import CATALOGUE
 from harness.record.validity import Validity
 
@@ -109,8 +110,6 @@ class PointIdentity:
 
 
 IDENTITY_FIELDS = tuple(f.name for f in dataclasses.fields(PointIdentity))
-CHIP_FIELDS = ("chip_tdp_w", "chip_power_kw_all_in", "chip_cost_hyperscaler",
-               "chip_cost_neocloud", "chip_cost_rental_3yr")
 PROVENANCE_FIELDS = ("job", "engine_version", "seed", "harness_revision", "started_at",
                      "finished_at", "measured_start_wall", "date", "source")
 _STATUS_FIELDS = ("point_id", "run_id", "status", "valid", "invalid_reasons", "validity",

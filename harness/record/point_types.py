@@ -19,8 +19,9 @@ import types
 import typing
 from typing import Any
 
+from harness.record.chip_costs import CHIP_FIELDS
 from harness.record.metrics import CATALOGUE
-from harness.record.point_record import CHIP_FIELDS, SCHEMA_VERSION, PointIdentity
+from harness.record.point_record import SCHEMA_VERSION, PointIdentity
 
 _NUMBER = "a number"
 

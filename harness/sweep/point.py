@@ -14,6 +14,7 @@ from harness.engines.base import EngineAdapter
 from harness.engines.sampler import Sampled
 from harness.record import energy
 from harness.record.bench_rules import bench_rules
+from harness.record.chip_costs import ChipCosts
 from harness.record.goodput import Slo, goodput_metrics
 from harness.record.metrics import GpuCount, point_metrics
 from harness.record.point_record import PointIdentity, PointRecord
@@ -144,14 +145,7 @@ def power_rule(facts: Mapping[str, Any], required: bool) -> list[Rule]:
 
 def chip_fields(sc: SweepConfig) -> dict[str, Any]:
     """The chip's power and prices travel with the point (cost columns need them)."""
-    c = sc.chip
-    return {
-        "chip_tdp_w": c.tdp_w,
-        "chip_power_kw_all_in": c.power_kw_all_in,
-        "chip_cost_hyperscaler": c.cost_per_gpu_hr.hyperscaler,
-        "chip_cost_neocloud": c.cost_per_gpu_hr.neocloud,
-        "chip_cost_rental_3yr": c.cost_per_gpu_hr.rental_3yr,
-    }
+    return ChipCosts.of(sc.chip).columns()
 
 
 def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine: EngineState,
