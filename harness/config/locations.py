@@ -1,13 +1,39 @@
-"""Where the checkout is, and the sizing margin every server gets: facts that engines,
-workloads and validation all need, kept apart so none of them imports another for them."""
+"""Where the shipped recipes, scenarios and data are, and the sizing margin every server gets:
+facts that engines, workloads and validation all need, kept apart so none of them imports
+another for them."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 CONTEXT_MARGIN = 256  # tokens beyond ISL+OSL a server is sized for (chat template, BOS)
 
+# The top-level folders of the checkout that the harness reads at run time. A wheel carries a
+# copy of each under harness/shipped/ (setup.py copies them at build time), so an installed
+# harness finds them the same way; benchmarks/, docs/ and tests/ are not needed to run.
+SHIPPED_TREES = ("recipes", "scenarios", "data")
+SHIPPED_DIR = "shipped"
 
+
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from (an editable install or PYTHONPATH), or None
+    when it runs as an installed copy."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "recipes" / "sweep.yaml").is_file():
+        return root
+    return None
+
+
+def installed_root() -> Path:
+    """The copy of recipes/, scenarios/ and data/ installed with the package."""
+    return Path(__file__).resolve().parents[1] / SHIPPED_DIR
+
+
+@cache
 def repo_root() -> Path:
-    """The checkout that holds recipes/ and scenarios/ (this package lives inside it)."""
-    return Path(__file__).resolve().parents[2]
+    """The directory that holds recipes/, scenarios/ and data/, which every repository-relative
+    path in a recipe (`scenarios/traces/...`, `data/evals/...`) is read against: the checkout
+    when running from one, so edits there take effect; else the copy installed with the
+    package. Users' own recipe folders come on top through `--config-dir`."""
+    return checkout_root() or installed_root()
