@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.client.plain_http import open_no_redirect
 from harness.engines import cpu_split, profiler, prometheus
 from harness.engines.base import LAUNCH_DIR, EngineAdapter, LaunchPlan
 from harness.engines.helpers import HelperPlan, free_base_port, helper_plans, port_offsets
@@ -258,12 +259,7 @@ def _probe(url: str, headers: dict[str, str]) -> Any:
     header, Authorization included, to wherever a redirect points."""
     import urllib.request
 
-    class _NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    opener = urllib.request.build_opener(_NoRedirect)
-    return opener.open(urllib.request.Request(url, headers=headers), timeout=5)
+    return open_no_redirect(urllib.request.Request(url, headers=headers), timeout=5)
 
 
 def _body(e: Any) -> str:
