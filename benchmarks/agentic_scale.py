@@ -26,8 +26,8 @@ summed over every process (the pool's from /proc: not ours for RUSAGE_CHILDREN).
 
 Run: python benchmarks/agentic_scale.py --lanes 1000 [--seconds 30] [--turns-per-s 50]
      [--workers 2 [--split lanes]]
-Targets (issue 10): 1,000 lanes, RSS <= 2 GB, <= 20 ms client CPU per 100k-token turn, p99
-send delay <= 5 ms while the client uses under 80% of a core. Issue 25: `--workers 2 --split
+Targets: 1,000 lanes, RSS <= 2 GB, <= 20 ms client CPU per 100k-token turn, p99
+send delay <= 5 ms while the client uses under 80% of a core. With `--workers 2 --split
 lanes` at 1,000 lanes, due->send p99 no worse than one worker.
 """
 

@@ -1,6 +1,6 @@
 """What one read costs a Python client that does nothing with it: the floor under ingest.
 
-Issue 10 asks for >= 1M chunks per client core-second with one SSE event per server write. At
+The target is >= 1M chunks per client core-second with one SSE event per server write. At
 realistic pacing every event is its own socket read (a stream gets its next event long after
 the client took the last), so a chunk costs a read. This client is as lean as asyncio allows:
 uvloop, raw `asyncio.Protocol`s on keep-alive connections, one stamp and one `bytes.count` per

@@ -1,4 +1,4 @@
-"""Reproduce the end-of-phase stall (issue 10, item 5) as a user would hit it.
+"""Reproduce the end-of-phase stall as a user would hit it.
 
 A phase of many requests against the zero-cost server, run the way a sweep runs one: through
 `harness.client.streaming.run_async` from a

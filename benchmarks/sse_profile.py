@@ -1,4 +1,4 @@
-"""Where the SSE accounting spends its time on 256-chunk bodies (issue 10, item 4).
+"""Where the SSE accounting spends its time on 256-chunk bodies.
 
 Feeds `StreamAccumulator` a vLLM-shaped stream of 256 content chunks plus finish, usage and
 [DONE], in three read patterns: one event per read (a client keeping up), 16 events per read,

@@ -254,7 +254,7 @@ def stall_share(send: np.ndarray, first: np.ndarray, last: np.ndarray,
     arrived then was stamped at about w, up to L late. So a request whose first or last chunk
     was stamped inside such a span (to 1 ms after it: the same loop pass) may be that much too
     slow. p99 over a point's few requests is decided by its slowest ones, so one stall on one
-    tail request moves it (issue 10: a 108 ms stall, p99 E2EL +5.7%, 20 requests). The share
+    tail request moves it (a 108 ms stall, p99 E2EL +5.7%, 20 requests). The share
     is the largest relative drop of p99 TTFT or E2EL when each request's stamps are moved back
     by all the lateness they may carry; TPOT spans first to last chunk, and moves as E2EL.
     """

@@ -2,7 +2,7 @@
 
 A CPU engine that spins on every core starves the client of the core it stamps arrivals on:
 `make run` with llama.cpp on all cores of a 2-core host left 2 of 11 points invalid (queue delay
-and stamp error over their bounds, issue 20). So a CPU engine gets `engine.threads` cores and
+and stamp error over their bounds). So a CPU engine gets `engine.threads` cores and
 the client the rest, disjoint where the OS lets us pin (docs/architecture.md, README "The
 embedded engine"). `engine.threads`: -1 (default for llama.cpp and vLLM on the CPU) every core
 but the first, which the client keeps; N > 0 the last N cores; null every core, unpinned.

@@ -26,8 +26,8 @@ benchmarks/single_node/):
 ATOM's sample method is None, not greedy: its scripts inject a curve they choose
 (agentic/kimik3_fp4_mi355x_atom_mtp.sh injects the probabilistic Kimi-K3 DSpark curve), so the
 importer picks the curve whose value at k is the injected AL
-(`harness.speculation.acceptance.lookup` with each sample method). Pure: nothing here reads a file or
-starts a process.
+(`harness.speculation.acceptance.lookup` with each sample method). Pure: nothing here reads a
+file or starts a process.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every shipped single-node catalog key end to end in attach mode against an emulator of its
-engine (issue 21, item 6): `harness catalog verify-e2e [--keys GLOB,...]`, which runs
+engine: `harness catalog verify-e2e [--keys GLOB,...]`, which runs
 `python -m harness.testing.catalog_e2e` (the CLI sits below this package in
 docs/architecture.md, so it starts this module rather than importing it).
 

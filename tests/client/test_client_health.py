@@ -73,7 +73,7 @@ def test_stamp_error_estimate_bounds_a_saturated_loop() -> None:
 
 
 def test_request_figures_and_the_stall_bound() -> None:
-    """Issue 10: at concurrency 1 a single 108 ms stall moved p99 E2EL by ~5.7% (20 requests,
+    """At concurrency 1 a single 108 ms stall moved p99 E2EL by ~5.7% (20 requests,
     p99 is the maximum) and the point stayed valid. A stall that holds back the last chunk of
     the slowest request fails the point; the same stall in the middle of a stream, where no
     first or last chunk was stamped, moves no TTFT or E2EL and does not."""
@@ -198,7 +198,7 @@ def test_pass_offsets_count_the_wait_behind_a_pass() -> None:
 @pytest.mark.parametrize(("concurrency", "events"), [(64, 1), (128, 48)])
 def test_stamp_error_figure_bounds_the_measured_error(concurrency: int, events: int,
                                                       transport: str) -> None:
-    """Issue 10: the client's stamp-error p99 must bound its real error, measured against the
+    """The client's stamp-error p99 must bound its real error, measured against the
     server's write stamps (harness.testing.fast_sse_server stamps every write with its send
     time on the same clock), from a quiet client (one event per write) to a saturated one
     (48 events per write, every stream every 2 ms: the loop falls behind).

@@ -1,4 +1,4 @@
-"""A large phase ends at once with SIGINT at its default handler (issue 10, item 5).
+"""A large phase ends at once with SIGINT at its default handler.
 
 Python 3.11's asyncio.Runner formats repr(main task) on its way out when SIGINT has the
 default handler (benchmarks/sigint_stall.py says why); a task whose result held every record

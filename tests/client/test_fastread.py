@@ -15,6 +15,7 @@ import random
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import orjson
@@ -302,6 +303,6 @@ def test_without_the_compiled_module_the_python_twins_stream_the_same() -> None:
         "print('ok')\n")
     env = {**os.environ, "HARNESS_READ_PATH": "python"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=120, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+                          text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 

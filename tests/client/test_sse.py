@@ -108,7 +108,7 @@ def _one_event_per_read(stream: bytes, strict: bool = False) -> RequestRecord:
 
 def test_head_and_tail_are_parsed_only_as_far_as_they_must_be(monkeypatch) -> None:
     """One read holding a whole 2000-event reply: the head stops at the first content event,
-    the tail walks back to the last one; nothing in between is parsed (issue 10)."""
+    the tail walks back to the last one; nothing in between is parsed."""
     import harness.client.sse as sse
 
     calls = []

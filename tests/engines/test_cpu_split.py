@@ -1,4 +1,4 @@
-"""The embedded engine leaves the client a core of its own (issue 20): threads = cores - 1, the
+"""The embedded engine leaves the client a core of its own: threads = cores - 1, the
 engine pinned to its cores and the client to the rest (harness/engines/cpu_split.py)."""
 
 from __future__ import annotations

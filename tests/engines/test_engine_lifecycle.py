@@ -13,8 +13,8 @@ from harness.config.schema import GgufWeights
 from harness.engines.llamacpp import LlamaCppAdapter
 from harness.engines.process import EngineStartError
 from harness.engines.session import EngineSession
-from tests.helpers import engine_pids, wait_for
 from tests.config.test_config_errors import _compose
+from tests.helpers import engine_pids, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -63,8 +63,9 @@ def test_injected_acceptance_is_realised_and_moves_throughput(tmp_path) -> None:
         assert abs(p["spec_realised_al"] / p["spec_acceptance_length"] - 1) <= 0.02, p
     # More accepted tokens per step, more tokens/s: with the model drafting for itself a step
     # costs the same at any AL, so theory says 2.33x from AL 1.5 to 3.5; measured here 1.68-2.08x
-    # over four runs. AL 2.5 is left to the emulator tests (tests/engines/test_engine_emulator.py): each
-    # vLLM launch costs ~100 s here, and a point of 16 requests without warmup varies by ~25%
-    # run to run, so a middle point could not be ordered anyway.
+    # over four runs. AL 2.5 is left to the emulator tests
+    # (tests/engines/test_engine_emulator.py): each vLLM launch costs ~100 s here, and a point
+    # of 16 requests without warmup varies by ~25% run to run, so a middle point could not be
+    # ordered anyway.
     tput = [p["output_tput"] for p in points]
     assert tput[1] > 1.2 * tput[0], tput

@@ -1,4 +1,4 @@
-"""Every engine.* setting of every engine adapter is applied or refused (issue 26, item 1).
+"""Every engine.* setting of every engine adapter is applied or refused.
 
 For each adapter and each field of EngineConfig the test sets a distinctive value and either
 finds it in what the launch would run (argv, environment, files, llama.cpp's parameters, the
@@ -63,7 +63,7 @@ VALUES: dict[str, Any] = {
     "argv_template": ["distinct-serve", "--port", "{port}"],
     "host": "10.9.8.7",
     "extra_options": {"distinct_option": 7},
-    # the catalog's fields (issue 21)
+    # the catalog's fields
     "kv_offload": KvOffloadConfig(backend="vllm-simple", dram_gb_per_rank=12.5),
     "helpers": [HelperProcess(name="distinct-router", argv=["distinct-router", "{port+1}"])],
     "setup": [SetupStep(kind="install", argv=["pip", "install", "distinct"])],
@@ -80,12 +80,15 @@ VALUES: dict[str, Any] = {
 # port, setup runs in the image, the attach reads metrics_url and picks the deployment's row):
 # each is checked where that machinery is tested, named here.
 CHECKED_ELSEWHERE = {
-    "kv_offload": "tests/config/test_kv_offload.py", "helpers": "tests/engines/test_engine_helpers.py",
-    "setup": "tests/engines/test_engine_helpers.py", "port_offset": "tests/engines/test_engine_helpers.py",
+    "kv_offload": "tests/config/test_kv_offload.py",
+    "helpers": "tests/engines/test_engine_helpers.py",
+    "setup": "tests/engines/test_engine_helpers.py",
+    "port_offset": "tests/engines/test_engine_helpers.py",
     "metrics_url": "tests/catalog/test_catalog_router_attach.py",
     "deployment": "tests/catalog/test_catalog_multinode.py",
     # a deployment's allocation, placement and steps: the namespace cluster runs them
-    "slurm": "tests/engines/test_multinode_launch.py", "launch": "tests/engines/test_multinode_launch.py"}
+    "slurm": "tests/engines/test_multinode_launch.py",
+    "launch": "tests/engines/test_multinode_launch.py"}
 _LAUNCHED_CATALOG = {"kv_offload": "applied", "helpers": "applied", "setup": "applied",
                      "port_offset": "applied", "metrics_url": "refused",
                      "deployment": "refused"}

@@ -1,4 +1,4 @@
-"""Exit codes and the points file at the end of a sweep (issue 26, items 3, 5 and 8), on the
+"""Exit codes and the points file at the end of a sweep, on the
 scripted server (`engine=endpoint`): SIGTERM exits 143 with the "points kept" line; a sweep
 whose every point failed exits 5; a resumed run rewrites points.jsonl so each point appears
 once; an attached "mtp" point whose server shows no speculation is invalid unless waived."""

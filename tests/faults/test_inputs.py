@@ -1,4 +1,4 @@
-"""Every bad input is an error before any work starts (issue 14): settings out of range,
+"""Every bad input is an error before any work starts: settings out of range,
 hostile traces, hostile InferenceX rows, and bad command-line arguments. Each error names the
 file (or the command-line override), the key or field, and the fix."""
 
@@ -15,8 +15,8 @@ from harness.config.validate import MAX_CONCURRENCY, engine_kinds, to_sweep_conf
 from harness.publish.ingest import IngestError, ingest
 from harness.record.results import read_points
 from harness.workloads.traces import TraceError, load_traces
-from tests.helpers import harness
 from tests.config.test_config_errors import _compose
+from tests.helpers import harness
 
 ROWS = "scenarios/reference/dsr1_b200_rows.json"
 

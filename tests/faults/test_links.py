@@ -1,4 +1,4 @@
-"""Links from data are http(s) or nothing (issue 26, item 2): a published row whose run_url is
+"""Links from data are http(s) or nothing: a published row whose run_url is
 a script URL is refused at ingest, and a point that carries one anyway (a run directory written
 by hand, an older ingest) is drawn with no link, on the dashboard and on its point page."""
 

@@ -1,4 +1,4 @@
-"""Issue 26, in process: a YAML that will not load (one line, exit 2), the override that took
+"""In process: a YAML that will not load (one line, exit 2), the override that took
 effect is the one quoted, a 200 that is not a stream says so, duplicate sub-agent ids are an
 error, and a speculative label without evidence fails its point unless explicitly waived."""
 
@@ -17,9 +17,9 @@ from harness.config.locations import repo_root
 from harness.publish.dashboards.page import hover_lines
 from harness.record.validity import ValiditySettings, acceptance_rule, speculation_rule
 from harness.workloads.traces import TraceError, load_traces
+from tests.config.test_config_errors import _error
 from tests.faults.test_replies import fetch
 from tests.helpers import both_transports
-from tests.config.test_config_errors import _error
 
 # fetch reads test_replies' ClientSettings: the stream tests here run over both transports
 transport = both_transports("tests.faults.test_replies", autouse=False)

@@ -1,8 +1,8 @@
-"""Hostile replies (issue 14): whatever a server sends becomes a chunk or a counted request
+"""Hostile replies: whatever a server sends becomes a chunk or a counted request
 failure with a specific reason, never an exception, identically in the fast SSE path and in
 `strict=True`. Real HTTP on loopback: a tiny aiohttp server in this module plays each reply.
 
-Also: a closed loop's measured window ends at the last request's end (issue 11), checked
+Also: a closed loop's measured window ends at the last request's end, checked
 against the scripted server's own log of its writes."""
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def _window_error(url: str, attempt: int) -> tuple[float, float, float]:
 
 def test_closed_loop_window_is_the_servers_within_0_2_percent(scripted_server: str) -> None:
     """Output throughput from the records' window matches the server's own log: from the first
-    request received to the last chunk written (issue 11: the window used to end after a full
+    request received to the last chunk written (the window used to end after a full
     garbage collection, 96-122 ms late: -4% here). Three tries, within 0.4%: a loaded 2-core VM
     can delay one stamp by a few ms (a quiet full suite once read -0.21% and -0.23%, ~5 ms of a
     2.17 s window, in both of its then two tries), the bug delays every one by ten times that."""

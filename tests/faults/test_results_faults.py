@@ -1,4 +1,4 @@
-"""Results that cannot be lost (issue 14): ids that collide or escape results/, two writers,
+"""Results that cannot be lost: ids that collide or escape results/, two writers,
 short and torn writes, a full or read-only disk mid-sweep, and resume after failures.
 
 Sweeps here attach to the scripted server (`engine=endpoint`): no engine is launched, so none
@@ -23,8 +23,8 @@ from harness.config.errors import ConfigError
 from harness.config.validate import to_sweep_config
 from harness.record.results import ResultsWriteError, RunDir, read_points, read_points_counted
 from harness.testing.spawn import spawn_server
-from tests.helpers import engine_pids, harness, wait_for
 from tests.config.test_config_errors import _compose
+from tests.helpers import engine_pids, harness, wait_for
 
 SMALL = ["scenario.requests_per_conc=3", "scenario.warmup_per_conc=1"]
 

@@ -1,4 +1,4 @@
-"""Nothing escapes its place (issue 14): the API key never reaches another origin nor a stored
+"""Nothing escapes its place: the API key never reaches another origin nor a stored
 error, for the streaming client and for the attach-mode startup probe; a cancellation aimed at
 the task stopping the health probe (Ctrl-C) is not swallowed; the health module does not
 import the client's.

@@ -1,4 +1,4 @@
-"""Signals (issue 14): Ctrl-C stops a sweep at once, whatever it is doing, keeping every point
+"""Signals: Ctrl-C stops a sweep at once, whatever it is doing, keeping every point
 measured; an engine never outlives its harness, even stopped (SIGSTOP) when the harness is
 killed with SIGKILL.
 

@@ -103,7 +103,7 @@ def test_include_invalid_exports_every_point_marked(exported) -> None:
 
 def test_by_default_only_valid_points_are_exported(exported, tmp_path) -> None:
     """InferenceX's pipeline has no notion of validity: a point we rejected must not become a
-    published number there (issue 20)."""
+    published number there."""
     run, _, points, _ = exported
     r = harness("export", "inferencex", str(run), "--out", str(tmp_path / "o"))
     any_valid = any(p["valid"] for p in points.values())

@@ -1,4 +1,4 @@
-"""What the pages say about a point, as text a reader can use (issue 20): an agentic point's
+"""What the pages say about a point, as text a reader can use: an agentic point's
 shape as the distribution its trace gave, absent telemetry said once and never as "None"."""
 
 from __future__ import annotations

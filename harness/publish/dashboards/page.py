@@ -68,7 +68,7 @@ NOT_MEASURED = "n/a"
 
 
 def _fmt(v: Any) -> str:
-    """A figure for people: absent is "n/a", never "None" (issue 20)."""
+    """A figure for people: absent is "n/a", never "None"."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return NOT_MEASURED
     if isinstance(v, float):

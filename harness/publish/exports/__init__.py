@@ -8,7 +8,7 @@ InferenceX's `process_agentic_result.py` (`aiperf_agentic`). With a point's `.en
 (`set -a; . DIR/<name>.env`), their scripts run unchanged in DIR.
 
 Only valid points are exported by default: InferenceX's pipeline has no notion of validity, so a
-point we rejected would become a published number there (issue 20). Each point left out is named
+point we rejected would become a published number there. Each point left out is named
 with its reasons in the result. With `include_invalid`, invalid points are exported too, marked
 in the file name (`_INVALID` appended to RESULT_FILENAME) and in the files (`harness_valid` in
 the JSON, `metadata.submission_valid` in the AIPerf aggregate), each reported as a warning.
