@@ -33,16 +33,21 @@ from harness.record.spec_names import spec_label
 NO_TELEMETRY = "no power telemetry on this host"  # harness.publish.dashboards.page says it too
 
 # Numbers shown in the page's table, when the point has them (energy from telemetry too).
-SUMMARY_KEYS = ("conc", "rate", "send_lag_p99_ms", "goodput", "goodput_share", "slo_ttft_ms",
-                "slo_tpot_ms", "slo_e2el_ms", "slo_ttft_met_share", "slo_tpot_met_share",
-                "slo_e2el_met_share", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
-                "p90_e2e_intvty", "median_ttft", "p99_ttft", "median_tpot", "median_e2el",
-                "qps", "measured_avg_power_w", "measured_j_per_tok", "measured_j_per_output_tok",
-                "measured_tok_s_per_mw", "power_valid", "j_per_tok", "tok_s_per_mw",
-                "spec_k", "spec_acceptance_length", "spec_realised_al", "spec_drafts",
-                "spec_draft_tokens", "spec_accepted_tokens",
-                "eval_gsm8k_score", "eval_gpqa_diamond_score", "lossless_ok",
-                "lossless_verdict")
+SHOWN_KEYS = ("conc", "rate", "send_lag_p99_ms", "goodput", "goodput_share", "slo_ttft_ms",
+              "slo_tpot_ms", "slo_e2el_ms", "slo_ttft_met_share", "slo_tpot_met_share",
+              "slo_e2el_met_share", "tput_per_gpu", "output_tput_per_gpu", "median_intvty",
+              "p90_e2e_intvty", "median_ttft", "p99_ttft", "median_tpot", "median_e2el",
+              "qps", "measured_avg_power_w", "measured_j_per_tok", "measured_j_per_output_tok",
+              "measured_tok_s_per_mw", "power_valid", "j_per_tok", "tok_s_per_mw",
+              "spec_k", "spec_acceptance_length", "spec_realised_al", "spec_drafts",
+              "spec_draft_tokens", "spec_accepted_tokens",
+              "eval_gsm8k_score", "eval_gpqa_diamond_score", "lossless_ok",
+              "lossless_verdict", "decode_slow_ratio")
+# Read by the page's text, not shown as rows: the steadiness rule's slow requests and the
+# output tokens that turn drafts into a share of decode steps.
+CARRIED_KEYS = ("decode_slowest", "steady_warning", "total_output_tokens")
+# What harness.publish.dashboards.page keeps of each point for its page.
+SUMMARY_KEYS = (*SHOWN_KEYS, *CARRIED_KEYS)
 
 
 def pages_dir(out: Path) -> Path:
@@ -101,7 +106,7 @@ def summary_rows(p: dict[str, Any]) -> list[list[str]]:
     """[label (unit), value] for the page's table, from the metric catalogue: names and units
     a reader knows, not keys. Power rows only where the host had telemetry (else one line)."""
     rows = []
-    for k in SUMMARY_KEYS:
+    for k in SHOWN_KEYS:
         v = p.get(k)
         if v is None or (k in POWER_KEYS and not p.get("has_telemetry")):
             continue
@@ -143,6 +148,52 @@ def validity_rows(p: dict[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
+def al_counts_text(p: dict[str, Any]) -> str:
+    """What the page's two acceptance lengths each count, in words, with the point's numbers
+    where it has them: they differ by design, and a reader seeing 3.1 above a histogram at
+    1.2 should not have to guess why (docs/speculation.md, "Realised and per-request AL")."""
+    if not p.get("spec_method") or p.get("spec_method") == "none":
+        return ""
+    al = p.get("spec_realised_al")
+    head = (f"Realised AL ({_shown(al)})" if isinstance(al, int | float) else "Realised AL")
+    text = (f"{head} counts the engine's counters over the measured window: 1 + accepted "
+            "draft tokens / drafts, so only the steps on which the speculator drafted count, "
+            "and every request's steps are pooled (a long request weighs more). Per-request AL "
+            "(the histogram) counts each request's reply: its output tokens / its decode steps "
+            "(completion / (completion - accepted)), so every step counts, drafted or not, the "
+            "first token (from prefill) included, and each request weighs once.")
+    drafts, acc = p.get("spec_drafts"), p.get("spec_accepted_tokens")
+    out = p.get("total_output_tokens")
+    if all(isinstance(v, int | float) for v in (drafts, acc, out)) and out > acc:
+        steps = out - acc
+        text += (f" Here the engine drafted on {_shown(drafts)} of about {_shown(steps)} "
+                 f"decode steps ({100 * drafts / steps:.0f}%): the fewer steps draft, the "
+                 "further realised AL sits above per-request AL.")
+    return text
+
+
+def steady_marks(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The slowest tenth of requests where the engine_steady rule flagged the point (failed,
+    or kept under validity.steady=warn), each with when it decoded in the page's seconds from
+    the window's start (harness.record.steadiness)."""
+    rules = [r for r in p.get("validity") or [] if isinstance(r, dict)
+             and r.get("name") == "engine_steady"]
+    flagged = any(not r.get("ok") for r in rules) or bool(p.get("steady_warning"))
+    if not flagged:
+        return []
+    return [s for s in p.get("decode_slowest") or [] if isinstance(s, dict)]
+
+
+def steady_text(marks: list[dict[str, Any]]) -> str:
+    if not marks:
+        return ""
+    where = "; ".join(f"{m.get('id')} decoded at {_shown(m.get('ratio'))}x the median rate "
+                      f"from {_shown(m.get('from_s'))} s to {_shown(m.get('to_s'))} s"
+                      for m in marks)
+    return (f"The engine was not steady (rule engine_steady): {where}. Look at the series "
+            "below in those seconds for what slowed it.")
+
+
 def _shown(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -161,6 +212,7 @@ def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, An
                                                 "spec_drafts", "spec_draft_tokens",
                                                 "spec_accepted_tokens")},
                "validity": validity_rows(p),
+               "steady_marks": steady_marks(p),
                "summary": summary_rows(p),
                "data": data, "siblings": nav, "dashboard": dashboard_href}
     spec = spec_label(p)
@@ -191,6 +243,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <h2 id="spec-title">Speculative decoding</h2>
 <p id="spec-why"></p>
 <p id="spec-note"></p>
+<p id="spec-counts">{html.escape(al_counts_text(p))}</p>
 <div class="grid" id="spec-dists"></div>
 <h2>Latency distributions</h2>
 <div class="grid" id="dists"></div>
@@ -200,6 +253,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <h2>Throughput and in flight over time</h2>
 <div class="chart" id="over-time"></div>
 <h2>Time series</h2>
+<p id="steady-marks" class="invalid">{html.escape(steady_text(steady_marks(p)))}</p>
 <p id="series-note"></p>
 <div id="series"></div>
 <h2 id="timeline-title">Request timeline</h2>
