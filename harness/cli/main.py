@@ -116,6 +116,7 @@ def _traces(argv: list[str]) -> int:
 
 
 def _acceptance(argv: list[str]) -> int:
+    from harness.config.locations import repo_root
     from harness.speculation.acceptance import load_table
 
     p = Parser(prog="harness acceptance",
@@ -138,7 +139,7 @@ def _acceptance(argv: list[str]) -> int:
                   file=sys.stderr)
             return 2
         return import_golden(a.dir, a.commit)
-    rows = [r for r in load_table()
+    rows = [r for r in load_table(repo_root() / "recipes" / "acceptance")
             if (not a.model or r.model == a.model)
             and (not a.speculator or r.speculator == a.speculator)]
     print(f"{'model':<22} {'speculator':<13} {'k':>2} {'think':<5} {'AL':>6}  {'prec':<8} source")
@@ -155,7 +156,6 @@ def _acceptance(argv: list[str]) -> int:
 def _calibrate(argv: list[str]) -> int:
     from harness.config.compose import compose_sweep
     from harness.config.locations import repo_root
-    from harness.speculation.acceptance import TABLE_DIR
     from harness.sweep.calibrate import (
         add_arguments,
         calibrate,
@@ -171,7 +171,7 @@ def _calibrate(argv: list[str]) -> int:
                     "SPEED-Bench coding prompts (--dataset) or the shipped SWE-agent text, the "
                     "model's chat template, AL = 1 + accepted / drafts from the engine's "
                     "counters; write rows to the acceptance table.")
-    add_arguments(p, repo_root(), TABLE_DIR)
+    add_arguments(p, repo_root(), repo_root() / "recipes" / "acceptance")
     a = p.parse_args(argv)
 
     def sc_for(k: int, thinking: bool | None):
@@ -309,7 +309,10 @@ def _main(argv: list[str] | None) -> int:
     except ResultsUnwritable as e:
         print(f"harness {argv[0]}: {e}", file=sys.stderr)
         return RESULTS_UNWRITABLE
-    except (ConfigError, TraceError) as e:
+    except ConfigError as e:
+        print(f"harness: {config_error_line(e)}", file=sys.stderr)
+        return 2
+    except TraceError as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2
     except SystemExit as e:
@@ -323,6 +326,15 @@ def _main(argv: list[str] | None) -> int:
         if code is None:
             raise
         return code
+
+
+def config_error_line(e: ConfigError) -> str:
+    """A config error as the one line the README promises: the file (or override), the key,
+    the problem and the fix. (ConfigError's own text is a four-line block.)"""
+    text = str(e)
+    if "\n" not in text:  # a subclass that renders its own line (YamlFileError)
+        return text
+    return f"config error in {e.where}, key {e.key}: {e.problem}; fix: {e.fix}"
 
 
 def _one_line_error(cmd: str, e: Exception) -> int | None:

@@ -109,9 +109,6 @@ MISUSES = [
     ("catalog", ["catalog", "import", "/nope/ix"], "/nope/ix"),
     (None, ["swep"], "sweep"),
 ]
-# ConfigError (harness/config/errors.py) renders as a four-line block (where, key, problem,
-# fix): one message, but not one line yet; its owner decides the format.
-CONFIG_BLOCK = {("sweep", "engine=nosuch"), ("eval", "nosuchkey=1")}
 
 
 def test_every_subcommand_has_a_misuse_case() -> None:
@@ -129,6 +126,15 @@ def test_bad_input_is_one_message_exit_2_no_traceback(cmd, args, named) -> None:
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     heads = [x for x in lines if x.startswith("harness")]
     assert len(heads) == 1 and named in r.stderr, r.stderr
-    if (args[0], args[-1]) in CONFIG_BLOCK:
-        pytest.xfail("ConfigError's four-line block (harness/config/errors.py)")
     assert len(lines) == 1, r.stderr
+
+
+@pytest.mark.parametrize("args", [["sweep", "engine=nosuch"], ["eval", "nosuchkey=1"]],
+                         ids=" ".join)
+def test_a_config_error_is_one_line_naming_where_key_problem_and_fix(args) -> None:
+    r = harness(*args, timeout=300)
+    assert r.returncode == 2, r.stderr
+    line, = r.stderr.splitlines()
+    override, key = args[-1], args[-1].split("=")[0]
+    assert line.startswith(f"harness: config error in the command-line override '{override}'")
+    assert f"key {key}:" in line and "; fix: " in line
