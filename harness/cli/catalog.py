@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.cli.parser import Parser
-from harness.config.locations import repo_root
+from harness.config.locations import checkout_root, repo_root
 
 
 def _import(a: argparse.Namespace) -> int:
@@ -28,6 +28,11 @@ def _import(a: argparse.Namespace) -> int:
     from harness.catalog.masters import MasterError
     from harness.catalog.report import render
 
+    if a.out is None and checkout_root() is None:  # never write into the installed package
+        print("harness catalog import: this harness is installed, not a checkout, so there is "
+              "no recipes/recipe/ to write into; give --out DIR/recipe and select the keys "
+              "with `harness sweep --config-dir DIR recipe=KEY`", file=sys.stderr)
+        return 2
     out = a.out if a.out is not None else repo_root() / "recipes" / "recipe"
     if not a.dir.is_dir():
         print(f"harness catalog import: {a.dir} is not a directory (give a checkout of "
