@@ -322,6 +322,9 @@ class SearchRow:
     decode: PoolConfig | None = None
     deploy_recipe: str | None = None  # e.g. recipes/trtllm/b200-fp4/8k1k/mtp/ctx1_gen1_...yaml
     deployment: Deployment | None = None  # its per-role launch (engine=multinode)
+    # a multi-node row without `deployment`: why the importer did not capture it
+    # (recipes/recipe/multinode/IMPORT_REPORT.md), for the error engine=multinode gives
+    not_captured: str | None = None
 
 
 @dataclass
