@@ -7,7 +7,7 @@ script.
 Exact by construction: a value becomes a placeholder only where the harness renders exactly the
 captured text for it (its own rule for that placeholder, harness/engines/template.py), and only
 after an option that means it (`--tensor-parallel-size 8` is {tp}, a literal 8 elsewhere stays
-8); everything else is literal with its braces escaped. `tests/catalog/test_catalog_render.py` renders
+8); everything else is literal with its braces escaped. tests/catalog/test_catalog_render.py renders
 every launch back through the engine adapter and compares it with the capture."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import yaml
 from harness.catalog.checkpoints import captured_model, precision_for
 from harness.catalog.client_recipe import client_recipe
 from harness.catalog.client_settings import client_settings
+from harness.catalog.launch_files import row_files
 from harness.catalog.local_paths import localize, shipped_local_paths
 from harness.catalog.multinode import (
     AGENTIC_SCENARIO,
@@ -306,7 +307,8 @@ def _row(p: dict[str, Any], extra: list[str], env_common: dict[str, str], spec_o
                 "port_offset": p["offset"] or None,
                 "correlation_headers": client_settings(c.get("client"))[0].get(
                     "correlation_headers") or None,
-                "setup": server_setup(c) if server_setup(c) != common_setup else None}
+                "setup": server_setup(c) if server_setup(c) != common_setup else None,
+                "files": row_files(c)}
     return {"tp": tp, "ep": int(job.get("ep", 1)), "dp_attention": bool(job.get("dp-attn")),
             **{k: v for k, v in optional.items() if v is not None}}
 
