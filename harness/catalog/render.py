@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from harness.catalog.client_view import client_view
@@ -53,10 +54,12 @@ def compose_recipe(recipe: dict[str, Any], overrides: list[str] = ()) -> SweepCo
     return to_sweep_config(merged, Locator(choices, list(overrides)))
 
 
-def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str = UPSTREAM_HOST
+def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str | None = UPSTREAM_HOST
                     ) -> list[dict[str, Any]]:
     """The launches as the sweep composes them: {model} is the model recipe's checkpoint for
-    the recipe's precision, exactly what a sweep would load."""
+    the recipe's precision, exactly what a sweep would load. host None: the sweep's own bind
+    address (engine.host). Each launch also carries its container (image, working directory,
+    mounts, the whole command the sweep runs) and every file it writes with its content."""
     out = []
     for one in launches(sc):
         s = one.sc
@@ -76,12 +79,12 @@ def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str = UPST
         # upstream's bind address only where the command names one (a template without
         # {host} keeps the engine's own default, which the settings check then accepts)
         named = "{host}" in " ".join([*s.engine.argv_template, *s.engine.extra_args])
-        bare = replace(s, engine=replace(s.engine, image=None, setup=[],
-                                         host=host if named else s.engine.host))
+        bind = host if host is not None and named else s.engine.host
+        bare = replace(s, engine=replace(s.engine, image=None, setup=[], host=bind))
         adapter = make_adapter(bare)
         plan = adapter.launch_plan(port + s.engine.port_offset, max(s.concurrency))
         t = s.topology
-        values = {"host": host, "tp": str(t.tp), "dp": str(t.tp if t.dp_attention else 1),
+        values = {"host": bind, "tp": str(t.tp), "dp": str(t.tp if t.dp_attention else 1),
                   "launch_dir": "{launch_dir}", "model": adapter.checkpoint,
                   "served_name": adapter.served_model_name, "python": "python3"}
         item.update({
@@ -90,6 +93,33 @@ def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str = UPST
             "helpers": [{"name": h.name, "role": h.role, "argv": h.argv, "env": h.env,
                          "port": h.port, "health_path": h.health_path, "fronts": h.fronts}
                         for h in helper_plans(bare, port, values)],
+            "container": container_view(replace(s, engine=replace(s.engine, host=bind)),
+                                        port, max(s.concurrency)),
         })
         out.append(item)
     return out
+
+
+def container_view(sc: SweepConfig, port: int, conc: int) -> dict[str, Any] | None:
+    """How the sweep runs the engine's command: in engine.image (docker, or pyxis under Slurm)
+    with the launch dir at /launch as the working directory, the checkout and engine.files
+    mounted at /workspace, the setup steps run first; the whole argv as the sweep starts it
+    ({launch_dir}: <run>/launch/<launch tag>). None: on this host, in the launch dir."""
+    if not sc.engine.image:
+        return None
+    from harness.engines.workspace import file_mounts
+
+    plan = make_adapter(sc).launch_plan(port + sc.engine.port_offset, conc)
+    mounts = [{"host": f"{Path.home() / '.cache/huggingface'}",
+               "container": "/root/.cache/huggingface"}] if sc.engine.container_runtime \
+        == "docker" else []
+    mounts.append({"host": "{launch_dir}", "container": "/launch"})
+    if sc.engine.workspace:
+        mounts += [{"host": str(Path(sc.engine.workspace).resolve()), "container": "/workspace",
+                    "read_only": True},
+                   {"host": "{launch_dir}/results", "container": "/workspace/results"}]
+    mounts += [{"host": h, "container": c, "read_only": True}
+               for h, c in file_mounts(plan.files, "{launch_dir}")]
+    return {"runtime": sc.engine.container_runtime, "image": sc.engine.image,
+            "workdir": "/launch", "mounts": mounts, "argv": plan.argv,
+            "env_passed": sorted(plan.env)}

@@ -81,7 +81,21 @@ def show(key: str, as_json: bool) -> str:
         return json.dumps(data, indent=1, sort_keys=True)
     lines = [f"{data['key']}  ({data['recipe']})", f"source: {data['recipe_source']}",
              f"rendered as upstream's job runs it: port {data['port']}, host {data['host']}", ""]
-    for i, ln in enumerate(data["launches"]):
+    lines += launch_lines(data["launches"])
+    files = data["workspace_files"]
+    if files:
+        lines += ["", "/workspace is upstream's checkout inside its container; these launches "
+                  "name files there (engine.workspace mounts a checkout of the recipe's commit "
+                  "for the ones read from it; engine.files are written by the launch):"]
+        lines += [f"    {f['path']}  <- {f['source']}" for f in files]
+    return "\n".join(lines)
+
+
+def launch_lines(launches: list[dict[str, Any]]) -> list[str]:
+    """Every launch in full, one setting a line: what `catalog show` and `harness sweep
+    --dry-run` print (the same rendering, harness/catalog/render.py)."""
+    lines: list[str] = []
+    for i, ln in enumerate(launches):
         lines.append(f"[{i}] {ln['tag']}  conc {ln['concurrency']}  gpus {ln['gpus']}  "
                      f"{ln['engine']}  spec {ln['speculator']['method']}/{ln['speculator']['k']}"
                      f"  scenario {ln['client']['scenario']}")
@@ -89,25 +103,44 @@ def show(key: str, as_json: bool) -> str:
             lines.append(f"    deployment: {ln.get('deployment')}")
             t = ln["topology"]
             lines.append(f"    prefill {t.get('prefill')}  decode {t.get('decode')}")
+            lines += _client_lines(ln["client"])
             continue
         lines.append(f"    image: {ln['image']}")
-        lines.append("    argv: " + " ".join(_q(a) for a in ln["argv"]))
+        c = ln.get("container")
+        if c:
+            lines.append(f"    container: {c['runtime']}, working dir {c['workdir']}")
+            lines += [f"    mount {m['host']} -> {m['container']}"
+                      + (" (read-only)" if m.get("read_only") else "") for m in c["mounts"]]
+            lines.append("    command: " + " ".join(_q(a) for a in c["argv"]))
+        else:
+            lines.append("    on this host, working dir {launch_dir}")
+        lines.append("    server argv: " + " ".join(_q(a) for a in ln["argv"]))
         lines += [f"    env {k}={v}" for k, v in ln["env"].items()]
-        lines += [f"    file {n}: {len(c)} chars" for n, c in ln["files"].items()]
+        for name, text in ln["files"].items():
+            lines.append(f"    file {{launch_dir}}/{name} ({len(text)} chars):")
+            lines += [f"      | {t}" for t in text.splitlines()]
         if ln["kv_offload"]["backend"] != "none":
             lines.append(f"    kv offload: {ln['kv_offload']}")
         lines += [f"    setup ({s['kind']}): " + " ".join(_q(a) for a in s["argv"])
                   for s in ln["setup"]]
-        lines += [f"    helper {h['name']} ({h['role']}, port {h['port']}"
-                  f"{', in front' if h['fronts'] else ''}): " + " ".join(_q(a) for a in h["argv"])
-                  for h in ln["helpers"]]
-    files = data["workspace_files"]
-    if files:
-        lines += ["", "/workspace is upstream's checkout inside its container; these launches "
-                  "name files there (ours does not mount it: the checkout must be at "
-                  "/workspace in the image for the ones read from it):"]
-        lines += [f"    {f['path']}  <- {f['source']}" for f in files]
-    return "\n".join(lines)
+        for h in ln["helpers"]:
+            lines.append(f"    helper {h['name']} ({h['role']}, port {h['port']}"
+                         f"{', in front' if h['fronts'] else ''}): "
+                         + " ".join(_q(a) for a in h["argv"]))
+            lines += [f"      env {k}={v}" for k, v in sorted(h["env"].items())
+                      if ln["env"].get(k) != v]
+        lines += _client_lines(ln["client"])
+    return lines
+
+
+def _client_lines(client: dict[str, Any]) -> list[str]:
+    out = []
+    for k, v in client.items():
+        if isinstance(v, dict):
+            out += [f"    client {k}.{kk}: {vv}" for kk, vv in v.items()]
+        else:
+            out.append(f"    client {k}: {v}")
+    return out
 
 
 def _q(a: str) -> str:

@@ -119,10 +119,18 @@ def check(overrides: list[str]) -> Checked:
     return Checked(to_sweep_config(cfg, where), where)
 
 
-def dry_run(checked: Checked) -> str:
-    """What `--dry-run` checks beyond the config: every launch the recipe makes, its acceptance
-    plan and the engine adapter's own refusals (each cheap, none starts anything). The line it
-    prints."""
+def dry_run(checked: Checked, as_json: bool = False) -> str:
+    """What `--dry-run` checks beyond the config (every launch the recipe makes, its
+    acceptance plan and the engine adapter's own refusals; each cheap, none starts anything),
+    then every launch as the sweep would start it: image, working directory, mounts, the
+    command, environment, each file it writes with its content, setup steps, helpers and the
+    client's settings, from the rendering `harness catalog show --json` prints
+    (harness/catalog/render.py). The job's port P is chosen free when the launch starts; it is
+    shown as 8888 (InferenceX's), and every {port+N} moves with it."""
+    import json
+
+    from harness.catalog.render import UPSTREAM_PORT, render_launches
+    from harness.catalog.show import launch_lines
     from harness.config.launches import launches
     from harness.engines.registry import adapter_class
     from harness.engines.workspace import check_workspace
@@ -138,5 +146,13 @@ def dry_run(checked: Checked) -> str:
         if launch.sc.engine.kind != "endpoint":
             check_workspace(launch.sc, where)
         points += len(launch.sc.concurrency)
-    return (f"dry run: the config composes and validates ({len(runs)} engine launches, "
-            f"{points} points); nothing was started or written")
+    rendered = render_launches(sc, port=UPSTREAM_PORT, host=None)
+    summary = (f"dry run: the config composes and validates ({len(runs)} engine launches, "
+               f"{points} points); nothing was started or written")
+    if as_json:
+        return json.dumps({"summary": summary, "port": UPSTREAM_PORT, "launches": rendered},
+                          indent=1, sort_keys=True)
+    head = [f"each launch as the sweep starts it (job port P shown as {UPSTREAM_PORT}; the "
+            "sweep picks a free one, {port+N} move with it; {launch_dir} is "
+            f"{sc.results_dir}/{sc.run_id}/launch/<tag>)", ""]
+    return "\n".join([*head, *launch_lines(rendered), "", summary])

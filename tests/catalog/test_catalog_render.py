@@ -33,6 +33,7 @@ from harness.catalog.recipe_writer import (
 )
 from harness.catalog.render import compose_recipe, render_launches
 from harness.engines.trtllm import METRICS_OPTIONS
+from harness.engines.workspace import FILE_PREFIX, file_mounts
 from tests.catalog.catalog_capture_fixtures import COMMIT, FIXTURES, as_capture_file
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "recipe"
@@ -107,9 +108,18 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
                       for p, t in (srv.get("files") or {}).items()
                       if r["engine"] == "trtllm" and p.endswith((".yml", ".yaml"))]
         got_files = [{k: v for k, v in (yaml.safe_load(t) or {}).items()
-                      if k not in METRICS_OPTIONS} for t in r["files"].values()]
+                      if k not in METRICS_OPTIONS} for n, t in r["files"].items()
+                     if not n.startswith(FILE_PREFIX)]
         if want_files != got_files:
             problems.append(f"{key} {lid} files {want_files} != {got_files}")
+        # what the script wrote under results/ (Mooncake's config), byte for byte, at the
+        # path the adapter mounts it
+        written = {p: t for p, t in (srv.get("files") or {}).items()
+                   if p.startswith("/workspace/results/")}
+        mounted = {inside: r["files"][host.rsplit("/", 1)[1]]
+                   for host, inside in file_mounts(r["files"], "")}
+        if written != mounted:
+            problems.append(f"{key} {lid} written files {written} != {mounted}")
         want_h = [(h["name"], h["argv"]) for h in cap.get("helpers") or []]
         got_h = [(h["name"].split("#")[0], h["argv"]) for h in r["helpers"]]
         if want_h != got_h:
