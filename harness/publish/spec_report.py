@@ -13,6 +13,7 @@ from typing import Any
 from harness.publish.spec_choice import al_map, best_k_by_load, best_k_by_target
 from harness.publish.spec_cost import cost_rows
 from harness.publish.speedup import (
+    NO_INTERVAL,
     Crossover,
     Ratio,
     crossovers,
@@ -64,7 +65,8 @@ TITLES = {
     "crossover": "Crossover load: where the ratio falls below 1 (log2-linear between loads; "
                  "[range] from ratio ± one standard error)",
     "equal_interactivity": "Speedup at equal interactivity (throughput per GPU along both "
-                           "frontiers, never extrapolated)",
+                           "frontiers, never extrapolated; ± one standard error over each "
+                           "repeat's own frontiers)",
     "best_k_by_load": "Best k per load (median interactivity; margin over the runner-up)",
     "best_k_by_target": "Best k per interactivity target (throughput per GPU along each "
                         "frontier; margin over the runner-up)",
@@ -76,10 +78,10 @@ TITLES = {
 COLUMNS = {
     "equal_concurrency": ("base", "speculator", "conc", "repeats", "plain_match",
                           "spec_intvty", "plain_intvty", "intvty_ratio", "spec_tput",
-                          "plain_tput", "tput_ratio", "realised_al", "valid"),
+                          "plain_tput", "tput_ratio", "interval", "realised_al", "valid"),
     "crossover": ("base", "speculator", "crossover_conc", "tput_crossover_conc"),
     "equal_interactivity": ("base", "speculator", "target_intvty", "spec_tput", "plain_tput",
-                            "tput_ratio"),
+                            "tput_ratio", "interval"),
     "best_k_by_load": ("base", "method", "mode", "conc", "best", "runner_up", "margin",
                        "values"),
     "best_k_by_target": ("base", "method", "mode", "target_intvty", "best", "runner_up",
@@ -113,8 +115,23 @@ def _num(v: Any) -> str:
     return f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
 
 
+def one_repeat_note(tables: dict[str, list[dict[str, Any]]]) -> str:
+    """One sentence when a ratio or crossover in the tables comes from a single repeat (it has
+    no interval, and the reader must know before reading a ratio as a speedup)."""
+    rows = [*tables.get("equal_concurrency", ()), *tables.get("equal_interactivity", ())]
+    once = [r for r in rows if str(r.get("interval", "")).startswith(NO_INTERVAL)]
+    if not once:
+        return ""
+    every = len(once) == len(rows)
+    return (f"**{'Every' if every else 'Some'} comparison below comes from one repeat**"
+            f" ({len(once)} of {len(rows)} ratio rows): {'its' if every else 'those'} ratios "
+            "and crossovers have no interval, so a ratio near 1 is not evidence either way. "
+            "Measure with `repeats=3` (or more) for mean ± one standard error.\n")
+
+
 def to_markdown(tables: dict[str, list[dict[str, Any]]]) -> str:
-    out = []
+    note = one_repeat_note(tables)
+    out = [note] if note else []
     for name, rows in tables.items():
         if not rows:
             continue
@@ -124,7 +141,7 @@ def to_markdown(tables: dict[str, list[dict[str, Any]]]) -> str:
         out += ["| " + " | ".join(_cell(r, c).replace("|", "/") for c in cols) + " |"
                 for r in rows]
         out.append("")
-    if not out:
+    if len(out) <= 1:
         return ("(no speculative series with a matching plain series: same model, chip, "
                 "engine, precision and scenario, valid points)\n")
     return "\n".join(out) + "– : no value (outside a frontier, or no plain match)\n"

@@ -12,7 +12,9 @@ precision and scenario (name and ISL/OSL) and no speculator. Three views:
 - crossover: the load where the interactivity ratio falls below 1, interpolated in
   log2(concurrency); its range from the ratio +/- one standard error where repeats give one.
 
-Only valid points count (as for frontiers); the rows say how many repeats each side had.
+Only valid points count (as for frontiers); the rows say how many repeats each side had, and
+a ratio or crossover from one repeat says it has no interval (`interval`), as the report's
+text does (harness.publish.spec_report).
 """
 
 from __future__ import annotations
@@ -188,12 +190,28 @@ def equal_concurrency(series: dict[tuple, Series]) -> list[dict[str, Any]]:
                 "spec_tput": st.mean if st else math.nan,
                 "plain_tput": pt.mean if pt else math.nan,
                 "tput_ratio": Ratio.of(st, pt) if st and pt else None,
+                "interval": interval_text(Ratio.of(si, pi) if si else None,
+                                          si.n if si else 0, pi.n),
                 "realised_al": _mean(s.by_conc[conc], "spec_realised_al"),
                 "valid": "yes" if all(p.get("valid", True) for p in
                                       [*s.by_conc[conc], *plain.by_conc.get(conc, ())])
                 else "NO",
             })
     return rows
+
+
+NO_INTERVAL = "none: one repeat"
+
+
+def interval_text(ratio: Ratio | None, n_spec: int, n_plain: int) -> str:
+    """What a ratio's interval is, in words: one standard error over how many repeats, or
+    why there is none (a side measured once has no spread to estimate)."""
+    if ratio is None:
+        return ""
+    if ratio.se is not None:
+        return f"± 1 SE over {n_spec}/{n_plain} repeats"
+    once = [side for side, n in (("speculative", n_spec), ("plain", n_plain)) if n < 2]
+    return NO_INTERVAL + ("" if len(once) == 2 else f" ({once[0]})" if once else "")
 
 
 def _mean(points: Sequence[dict[str, Any]], key: str) -> float:
@@ -212,6 +230,7 @@ class Crossover:
     hi: float | None = None
     first_measured: int | None = None
     last_measured: int | None = None
+    one_repeat: bool = False  # some load's ratio came from one repeat: no range
 
     def text(self) -> str:
         if self.kind == "no_data":
@@ -224,6 +243,8 @@ class Crossover:
             return "none: slower at low load, faster at high load"
         assert self.conc is not None
         rng = "" if self.lo is None or self.hi is None else f" [{self.lo:.2g}, {self.hi:.2g}]"
+        if not rng and self.one_repeat:
+            rng = " (no interval: one repeat)"
         return f"{self.conc:.3g}{rng}"
 
 
@@ -254,7 +275,7 @@ def crossover(rows: Sequence[dict[str, Any]], key: str = "intvty_ratio") -> Cros
     if all(r.se is not None for _, r in pts):
         lo = crossing(loads, [r.value - (r.se or 0.0) for _, r in pts]) or loads[0]
         hi = crossing(loads, [r.value + (r.se or 0.0) for _, r in pts]) or loads[-1]
-    return Crossover("crosses", at, lo, hi, first, last)
+    return Crossover("crosses", at, lo, hi, first, last, one_repeat=lo is None)
 
 
 def crossovers(eq_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -297,9 +318,39 @@ def equal_interactivity(series: dict[tuple, Series], targets: Sequence[float] = 
             b = interpolate_on_frontier(pp, t, INTVTY, [TPUT], out_of_range="none")
             ya = a[TPUT] if a else None
             yb = b[TPUT] if b else None
+            se, n = repeat_spread(sp, pp, t)
             rows.append({"base": base_label(base), "config": cfg, "speculator": cfg.label(),
                          "target_intvty": t,
                          "spec_tput": ya if ya is not None else math.nan,
                          "plain_tput": yb if yb is not None else math.nan,
-                         "tput_ratio": ya / yb if ya is not None and yb else math.nan})
+                         "tput_ratio": ya / yb if ya is not None and yb else math.nan,
+                         "tput_ratio_se": se,
+                         "interval": f"± 1 SE over {n} repeats" if se is not None else
+                         NO_INTERVAL if n < 2 else "none: under 2 repeats reach this target"})
     return rows
+
+
+def _by_repeat(points: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        out[int(p.get("repeat") or 0)].append(p)
+    return out
+
+
+def repeat_spread(spec: Sequence[dict[str, Any]], plain: Sequence[dict[str, Any]],
+                  target: float) -> tuple[float | None, int]:
+    """(standard error, repeats) of the throughput ratio at `target` interactivity, from each
+    repeat's own pair of frontiers (a repeat both sides measured, whose frontiers both reach
+    the target); the SE is None below two such repeats. `repeats` counts the repeats the
+    points carry, so one repeat reads 1."""
+    sr, pr = _by_repeat(spec), _by_repeat(plain)
+    ratios = []
+    for rep in sorted(set(sr) & set(pr)):
+        a = interpolate_on_frontier(sr[rep], target, INTVTY, [TPUT], out_of_range="none")
+        b = interpolate_on_frontier(pr[rep], target, INTVTY, [TPUT], out_of_range="none")
+        if a and b and a[TPUT] is not None and b[TPUT]:
+            ratios.append(a[TPUT] / b[TPUT])
+    n = min(len(sr), len(pr))
+    if len(ratios) < 2:
+        return None, n
+    return statistics.stdev(ratios) / math.sqrt(len(ratios)), n

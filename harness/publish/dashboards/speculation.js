@@ -6,8 +6,8 @@
 
 const SPEC_TABLES = [
   ["crossover", "Crossover load (ratio falls below 1)", ["base", "speculator", "crossover_conc", "tput_crossover_conc"]],
-  ["equal_concurrency", "Speedup at equal concurrency", ["base", "speculator", "conc", "repeats", "plain_match", "spec_intvty", "plain_intvty", "intvty_ratio", "tput_ratio", "realised_al"]],
-  ["equal_interactivity", "Speedup at equal interactivity (along the frontiers)", ["base", "speculator", "target_intvty", "spec_tput", "plain_tput", "tput_ratio"]],
+  ["equal_concurrency", "Speedup at equal concurrency", ["base", "speculator", "conc", "repeats", "plain_match", "spec_intvty", "plain_intvty", "intvty_ratio", "tput_ratio", "interval", "realised_al"]],
+  ["equal_interactivity", "Speedup at equal interactivity (along the frontiers)", ["base", "speculator", "target_intvty", "spec_tput", "plain_tput", "tput_ratio", "interval"]],
   ["best_k_by_load", "Best k per load", ["base", "method", "mode", "conc", "best", "runner_up", "margin", "values"]],
   ["best_k_by_target", "Best k per interactivity target", ["base", "method", "mode", "target_intvty", "best", "runner_up", "margin", "values"]],
   ["al_map", "Speedup against injected AL", ["base", "method", "k", "conc", "ratios", "realised", "break_even_al", "note"]],
@@ -26,7 +26,22 @@ const SPEC_HEADS = {base: "plain series", speculator: "speculator", crossover_co
   break_even_al: "break-even AL", note: "note", drafts_per_step: "drafts per step",
   drafted_share: "drafted share", accept_rate: "accept rate", tokens_per_step: "tokens per step",
   verify_cost_plain_steps: "verify cost (plain steps)", cost_plain_steps: "step cost (plain steps)",
-  speedup: "speedup (x)", why: "why"};
+  speedup: "speedup (x)", why: "why", interval: "interval"};
+
+// The ratio rows' interval column starts so when a side was measured once (speedup.NO_INTERVAL)
+const NO_INTERVAL = "none: one repeat";
+
+// One sentence when ratios in this scenario come from a single repeat (spec_report's
+// one_repeat_note says the same in `harness speculation`).
+function oneRepeatNote(S, scen) {
+  const rows = ["equal_concurrency", "equal_interactivity"].flatMap(k => (S[k] || []).filter(r => inScenario(r, scen)));
+  const once = rows.filter(r => String(r.interval || "").startsWith(NO_INTERVAL));
+  if (!once.length) return null;
+  const every = once.length === rows.length;
+  return `${every ? "Every" : "Some"} comparison below comes from one repeat (${once.length} of ${rows.length} ratio rows): ` +
+    `${every ? "its" : "those"} ratios and crossovers have no interval, so a ratio near 1 is not evidence either way. ` +
+    "Measure with repeats=3 (or more) for mean ± one standard error.";
+}
 
 function specCell(row, col) {
   const v = row[col];
@@ -70,6 +85,8 @@ function renderSpeculation(scen) {
   const box = document.getElementById("spec-tables");
   box.replaceChildren();
   if (!rows.length) box.appendChild(el("p", {id: "spec-empty"}, "No speculative series with a matching plain series (same model, chip, engine, precision, scenario) in this scenario."));
+  const once = oneRepeatNote(S, scen);
+  if (once) box.appendChild(el("p", {id: "spec-one-repeat", class: "invalid"}, once));
   for (const [key, title, cols] of SPEC_TABLES) {
     const tr = (S[key] || []).filter(r => inScenario(r, scen));
     if (!tr.length) continue;
