@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from harness.catalog import multinode, multinode_report
+from harness.catalog import multinode, multinode_amd, multinode_report
 from harness.catalog.multinode_pins import Pin, pin_for
 from harness.catalog.multinode_roles import NotCaptured, deployment
 
@@ -223,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
                          "without them")
     ap.add_argument("--save", help="also write every capture and reason to this JSON file")
     ap.add_argument("--load", help="rewrite the recipes from a --save file, capturing nothing")
+    ap.add_argument("--recapture-upstream-scripts", action="store_true",
+                    help="with --load: capture the keys upstream deploys with its own scripts "
+                         "(the AMD keys, harness/catalog/multinode_amd.py) anew over the file")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="upstream-script rows captured at once (each its own sandbox)")
     a = ap.parse_args(argv)
     commit, masters = multinode.read_masters(a.inferencex, a.commit)
     when = git(a.inferencex, "show", "-s", "--format=%cI", commit).strip()
@@ -233,12 +238,21 @@ def main(argv: list[str] | None = None) -> int:
         missed = {(k, i): why for k, i, why in saved["missed"]}
     else:
         deps, missed = capture_all(a, masters, commit, when, runners)
+    if not a.load or a.recapture_upstream_scripts:
+        amd_deps, amd_missed = multinode_amd.capture_rows(a.inferencex, commit, masters,
+                                                          runners, a.keys, jobs=a.jobs)
+        for k in [*amd_deps, *amd_missed]:
+            deps.pop(k, None)
+            missed.pop(k, None)
+        deps.update(amd_deps)
+        missed.update(amd_missed)
     if a.save:
         Path(a.save).write_text(json.dumps({
             "captured": [[k, i, d] for (k, i), d in sorted(deps.items())],
             "missed": [[k, i, w] for (k, i), w in sorted(missed.items())]}, indent=0))
     keys = multinode.write_attach_recipes(masters, commit, a.out, deps,
-                                          inline_additions=not a.additions_sidecar)
+                                          inline_additions=not a.additions_sidecar,
+                                          not_captured=missed)
     multinode_report.write(Path(a.out) / "IMPORT_REPORT.md", masters, commit, deps, missed,
                            restricted=a.keys)
     print(f"{len(keys)} keys written; {len(deps)} rows captured, {len(missed)} not")
@@ -305,9 +319,30 @@ def capture_all(a, masters: dict, commit: str, when: str, runners: dict
     return deps, missed
 
 
+# Keys upstream deploys with its own scripts that start their containers through pyxis
+# (`srun --container-image`), which the Slurm/Docker stand-in does not play yet.
+PYXIS_SCRIPTS = {
+    "llmd-vllm": "deployed by upstream's llm-d scripts, not srt-slurm (runners/launch_gb200-nv.sh"
+                 " llmd-vllm branch -> benchmarks/multi_node/dsv4_fp4_gb200_llmd-vllm-disagg.sh "
+                 "-> llm-d/{submit.sh,job.slurm,server.sh}, CONFIG_FILE naming an llm-d recipe "
+                 "of benchmarks/multi_node/llm-d-recipes/): its job starts one pyxis container a "
+                 "node (srun --container-image, LLMD_CONTAINER_ENGINE=pyxis), which the "
+                 "Slurm/Docker recording stand-in (harness/catalog/standins/slurm_docker.py) "
+                 "does not play yet",
+    "tilert": "deployed by upstream's TileRT scripts, not srt-slurm (runners/launch_b200-dgxc-"
+              "slurm.sh -> benchmarks/multi_node/glm5.1_fp8_b200_tilert-disagg.sh -> "
+              "tilert_utils/{submit.sh,run_node.sh}): prefill (vLLM image) and decode (TileRT "
+              "image) start as pyxis containers (srun --container-image), which the "
+              "Slurm/Docker recording stand-in (harness/catalog/standins/slurm_docker.py) does "
+              "not play yet",
+}
+
+
 def _plan(a, e: dict, k: dict, row: dict, runners: dict, commit: str, when: str,
           shas: dict[str, str]) -> tuple[Pin, str, str]:
     """The launcher's checkout (its pin, the commit) and the CONFIG_FILE of one row."""
+    if e["framework"] in PYXIS_SCRIPTS:
+        raise NotCaptured(PYXIS_SCRIPTS[e["framework"]])
     cfg = config_file(row)
     if cfg is None:
         raise NotCaptured(f"deployed by upstream's own scripts (framework {e['framework']}, "

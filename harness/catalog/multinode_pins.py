@@ -34,7 +34,9 @@ class Pin:
 def _fork(name: str, launcher: str, ref: str) -> Pin:
     return Pin(name, ref, launcher=launcher,
                unavailable=f"{launcher} clones the fork {name}@{ref}, which is not public "
-                           "to this importer (no snapshot can be fetched)")
+                           "to this importer (the fetch tool, asked for github:"
+                           f"{name} on 2026-12-07: \"No snapshot of that repository can be "
+                           "had here.\")")
 
 
 def _ov(*paths: str) -> tuple[tuple[str, str], ...]:
