@@ -79,3 +79,25 @@ def test_equal_interactivity_interval_from_each_repeats_frontiers() -> None:
                               [70.0])[0]
     assert one["tput_ratio"] == pytest.approx(2.0)
     assert one["tput_ratio_se"] is None and one["interval"] == "none: one repeat"
+
+
+@pytest.mark.slow
+def test_the_dashboards_speculation_view_says_so_too(browser, tmp_path: Path) -> None:
+    from harness.publish.dashboards.page import write_dashboard
+
+    out = tmp_path / "d.html"
+    write_dashboard([_run(tmp_path, ONE)], out, "one repeat")
+    pg = browser.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(out.as_uri())
+    pg.wait_for_function("document.getElementById('chart').data !== undefined")
+    pg.select_option("#view", "speculation")
+    pg.wait_for_selector("#spec-one-repeat")
+    note = pg.text_content("#spec-one-repeat")
+    cells = pg.evaluate("""() => [...document.querySelectorAll(
+        '.spec-table[data-table=equal_concurrency] td[data-col=interval]')]
+        .map(c => c.textContent)""")
+    pg.close()
+    assert note.startswith("Every comparison below comes from one repeat (7 of 7 ratio rows)")
+    assert cells == ["none: one repeat"] * 3 and errors == []
