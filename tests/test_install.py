@@ -113,3 +113,16 @@ def test_a_users_recipe_folder_from_elsewhere(installed, tmp_path) -> None:
     assert "3 points" in r.stdout
     r = _run(installed, "harness", "sweep", "--config-dir", str(mine), "recipe=minee")
     assert r.returncode == 2 and "'mine'" in r.stderr, r.stderr
+
+
+def test_a_relative_data_path_is_the_users_file_else_the_shipped_one(tmp_path,
+                                                                      monkeypatch) -> None:
+    from harness.config.locations import data_path, repo_root
+
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "mine.jsonl").write_text("{}\n")
+    monkeypatch.chdir(tmp_path)
+    assert data_path("mine.jsonl") == tmp_path / "mine.jsonl"
+    shipped = "scenarios/fixed-128x64.yaml"  # not in the user's scenarios/: the shipped one
+    assert data_path(shipped) == repo_root() / shipped and data_path(shipped).is_file()
+    assert data_path("/abs/x") == Path("/abs/x")

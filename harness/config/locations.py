@@ -37,3 +37,14 @@ def repo_root() -> Path:
     when running from one, so edits there take effect; else the copy installed with the
     package. Users' own recipe folders come on top through `--config-dir`."""
     return checkout_root() or installed_root()
+
+
+def data_path(p: str | Path) -> Path:
+    """A path from a recipe or the command line: absolute as given; a relative one from the
+    current directory when it is there (a user's own trace beside their results), else from
+    repo_root() (the shipped `scenarios/traces/...`, `data/evals/...`). In a checkout run from
+    its root the two are the same place."""
+    path = Path(p).expanduser()
+    if path.is_absolute():
+        return path
+    return path.resolve() if path.exists() else repo_root() / path
