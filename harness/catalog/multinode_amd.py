@@ -238,7 +238,8 @@ def capture_one(checkout: Path, bindir: Path, env: dict[str, str], row: dict[str
 
 
 def capture_rows(ix_git: str, commit: str, masters: dict, runners: dict,
-                 keys: list[str] | None, bound_s: float = 120.0, jobs: int = 2
+                 keys: list[str] | None, bound_s: float = 120.0, jobs: int = 2,
+                 rows: list[int] | None = None
                  ) -> tuple[dict[tuple[str, int], dict], dict[tuple[str, int], str]]:
     """Every row of every key upstream deploys with its own scripts: its deployment, or why
     it is not captured."""
@@ -263,6 +264,8 @@ def capture_rows(ix_git: str, commit: str, masters: dict, runners: dict,
                    "scripts under the Slurm/Docker recording stand-in, "
                    "harness/catalog/multinode_amd.py)")
             for i, (block, row) in enumerate(rows_with_shape(e)):
+                if rows is not None and i not in rows:
+                    continue
                 todo.append((key, i, row_env(key, e, block, row, runner_name), row, src))
     with tempfile.TemporaryDirectory(prefix="mn-amd-") as tmp:
         checkout = Path(tmp) / "ix"
