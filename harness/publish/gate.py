@@ -5,7 +5,9 @@ Points match by identity (`PointIdentity.match_key`); matched points whose engin
 settings differ are "not comparable", with what differs. Validity next: a point invalid on
 either side is reported, not compared. With repeats on both sides a change is a regression only
 when it is significant (Welch's t-test) *and* larger than the threshold, like asv; with single
-runs the threshold alone decides, and the report says so. A baseline point the candidate lacks
+runs the threshold alone decides, and the report says so. Each change carries its interval
+from repeats (Welch's, at 1 - alpha: it excludes 0 exactly when the t-test is significant);
+a change from single runs says it has none. A baseline point the candidate lacks
 fails the gate (a change that breaks a load level must not pass) unless the comparison is
 narrowed to a subset. Directions come from the metric catalogue (harness.record.metrics).
 Exit codes: 0 pass, 1 regression or missing points, 2 invalid or not comparable input.
@@ -42,6 +44,14 @@ class Comparison:
     p_value: float | None
     regression: bool
     note: str = ""
+    # the relative change's interval at 1 - alpha (signed as `change`); None from single runs
+    interval: tuple[float, float] | None = None
+
+    def interval_text(self) -> str:
+        if self.interval is None:
+            return "none: single run"
+        lo, hi = self.interval
+        return f"[{100 * lo:+.1f}%, {100 * hi:+.1f}%]"
 
 
 @dataclass
@@ -157,6 +167,26 @@ def compare_samples(base: Sequence[float], cand: Sequence[float], higher_better:
             "single run: threshold only")
 
 
+def change_interval(base: Sequence[float], cand: Sequence[float], higher_better: bool,
+                    alpha: float) -> tuple[float, float] | None:
+    """The relative change's two-sided 1 - alpha interval from repeats (Welch: unequal
+    variances, Welch-Satterthwaite degrees of freedom), signed as compare_samples' change
+    (negative = worse); None below two runs on either side."""
+    b, c = np.asarray(base, dtype=float), np.asarray(cand, dtype=float)
+    bm = float(b.mean())
+    if len(b) < 2 or len(c) < 2 or bm == 0 or not math.isfinite(bm):
+        return None
+    diff = float(c.mean()) - bm
+    vb, vc = float(b.var(ddof=1)) / len(b), float(c.var(ddof=1)) / len(c)
+    se = math.sqrt(vb + vc)
+    half = 0.0
+    if se > 0:
+        df = (vb + vc) ** 2 / (vb ** 2 / (len(b) - 1) + vc ** 2 / (len(c) - 1))
+        half = float(stats.t.ppf(1 - alpha / 2, df)) * se
+    lo, hi = (diff - half) / abs(bm), (diff + half) / abs(bm)
+    return (lo, hi) if higher_better else (-hi, -lo)
+
+
 def gate(baseline: Sequence[PointRecord], candidate: Sequence[PointRecord],
          metrics: Sequence[str] = DEFAULT_METRICS, threshold: float = 0.05,
          alpha: float = 0.05, only: dict[str, str] | None = None) -> GateReport:
@@ -168,7 +198,8 @@ def gate(baseline: Sequence[PointRecord], candidate: Sequence[PointRecord],
     bg, cg = _group(baseline), _group(candidate)
     repeats = min([len(v) for v in bg.values()] + [len(v) for v in cg.values()] or [0])
     rep.mode = ("repeats on both sides: Welch t-test and threshold" if repeats >= 2
-                else "single runs: threshold only (no significance test possible)")
+                else "single runs: threshold only (no significance test possible, and no "
+                "change carries an interval)")
     comparable: list[PointRecord] = []
     for key in sorted(set(bg) | set(cg), key=str):
         b, c = bg.get(key, []), cg.get(key, [])
@@ -213,7 +244,8 @@ def _point_comparisons(label: str, b: list[PointRecord], c: list[PointRecord],
             continue
         change, pval, reg, note = compare_samples(bv, cv, hb, threshold, alpha)
         out.append(Comparison(label, name, float(np.mean(bv)), float(np.mean(cv)), change,
-                              len(bv), len(cv), pval, reg, note))
+                              len(bv), len(cv), pval, reg, note,
+                              change_interval(bv, cv, hb, alpha)))
     return out
 
 
@@ -257,7 +289,9 @@ def frontier_comparisons(baseline: Sequence[PointRecord], candidate: Sequence[Po
                                                       threshold, alpha)
             out.append(Comparison(f"frontier {series_label(key[0])} · {key[1]} @ {x}="
                                   f"{target:.4g}", y, float(np.mean(bv)), float(np.mean(cv)),
-                                  change, len(bv), len(cv), pval, reg, note))
+                                  change, len(bv), len(cv), pval, reg, note,
+                                  change_interval(bv, cv, metric(y).higher_is_better,
+                                                  alpha)))
     return out
 
 
@@ -269,7 +303,8 @@ def to_markdown(rep: GateReport, baseline: str, candidate: str) -> str:
         lines += ["### Regressions", ""]
         lines += [f"- {c.what}: {c.metric} {c.baseline:.4g} → {c.candidate:.4g} "
                   f"({100 * c.change:+.1f}%" + (f", p={c.p_value:.3g}" if c.p_value is not None
-                                               else "") + ")" for c in rep.regressions]
+                                               else "") + f", interval {c.interval_text()})"
+                  for c in rep.regressions]
         lines.append("")
     if rep.missing:
         lines += ["### Missing from the candidate (narrow with --only to compare a subset)",
@@ -281,12 +316,13 @@ def to_markdown(rep: GateReport, baseline: str, candidate: str) -> str:
     if rep.unmatched:
         lines += ["### Unmatched points", ""] + [f"- {s}" for s in rep.unmatched] + [""]
     lines += ["### All comparisons", "",
-              "| point | metric | baseline | candidate | change | p | verdict |",
-              "|---|---|---:|---:|---:|---:|---|"]
+              f"| point | metric | baseline | candidate | change | "
+              f"interval ({100 * (1 - rep.alpha):g}%) | p | verdict |",
+              "|---|---|---:|---:|---:|---|---:|---|"]
     for c in rep.comparisons:
         p = "-" if c.p_value is None else f"{c.p_value:.3g}"
         lines.append(f"| {c.what} | {c.metric} | {c.baseline:.4g} | {c.candidate:.4g} | "
-                     f"{100 * c.change:+.1f}% | {p} | "
+                     f"{100 * c.change:+.1f}% | {c.interval_text()} | {p} | "
                      f"{'REGRESSION' if c.regression else 'ok'} |")
     return "\n".join(lines) + "\n"
 
