@@ -57,10 +57,14 @@ def run_cell(tool: str, cell: Cell, work: Path) -> dict:
             return row
         row["wall_s"] = round(time.monotonic() - t0, 2)
         log = json.loads(urllib.request.urlopen(url + "/x/log", timeout=30).read())
-    # The harness's warmup requests carry x_id "warm*": outside its measured window by design.
-    truth = truth_from_log({k: v for k, v in log.items() if not k.startswith("warm")})
+    try:
+        skip = TOOLS[tool].unmeasured(log)
+    except ToolError as e:
+        row.update(error=str(e), command=cmd, measured=measured, server_requests=len(log))
+        return row
+    truth = truth_from_log({k: v for k, v in log.items() if k not in skip})
     row.update(command=cmd, measured=measured, truth=truth, error_vs_truth=errors(measured, truth),
-               server_requests=len(log))
+               server_requests=len(log), unmeasured_requests=len(skip))
     return row
 
 

