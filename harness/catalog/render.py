@@ -76,6 +76,12 @@ def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str | None
             item["deployment"] = s.engine.deployment
             out.append(item)
             continue
+        if s.engine.kind == "multinode":  # a deployment of roles, not one server process
+            item["deployment"] = s.engine.deployment
+            item["launch"] = dataclasses.asdict(s.engine.launch) if s.engine.launch else None
+            item["slurm"] = dataclasses.asdict(s.engine.slurm)
+            out.append(item)
+            continue
         # upstream's bind address only where the command names one (a template without
         # {host} keeps the engine's own default, which the settings check then accepts)
         named = "{host}" in " ".join([*s.engine.argv_template, *s.engine.extra_args])

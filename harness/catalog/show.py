@@ -99,10 +99,11 @@ def launch_lines(launches: list[dict[str, Any]]) -> list[str]:
         lines.append(f"[{i}] {ln['tag']}  conc {ln['concurrency']}  gpus {ln['gpus']}  "
                      f"{ln['engine']}  spec {ln['speculator']['method']}/{ln['speculator']['k']}"
                      f"  scenario {ln['client']['scenario']}")
-        if ln["engine"] == "endpoint":
+        if ln["engine"] in ("endpoint", "multinode"):
             lines.append(f"    deployment: {ln.get('deployment')}")
             t = ln["topology"]
             lines.append(f"    prefill {t.get('prefill')}  decode {t.get('decode')}")
+            lines += _role_lines(ln.get("launch"), ln.get("slurm"))
             lines += _client_lines(ln["client"])
             continue
         lines.append(f"    image: {ln['image']}")
@@ -130,6 +131,28 @@ def launch_lines(launches: list[dict[str, Any]]) -> list[str]:
             lines += [f"      env {k}={v}" for k, v in sorted(h["env"].items())
                       if ln["env"].get(k) != v]
         lines += _client_lines(ln["client"])
+    return lines
+
+
+def _role_lines(launch: dict[str, Any] | None, slurm: dict[str, Any] | None) -> list[str]:
+    """engine=multinode: each role as the Slurm launch runs it (docs/multinode.md)."""
+    if not launch:
+        return []
+    lines = [f"    image: {launch['image']}  nodes {launch['nodes']}  "
+             f"gpus/node {launch['gpus_per_node']}  source {launch['source']}"]
+    if slurm:
+        lines.append(f"    slurm: runtime {slurm['container_runtime']}, partition "
+                     f"{slurm['partition']}, stand-in {slurm['worker_stand_in']}")
+    for r in launch["roles"]:
+        lines.append(f"    role {r['name']} ({r['role']}, {r['instances']} x {r['nodes']} "
+                     f"node(s), {r['gpus']} GPUs): " + " ".join(_q(a) for a in r["argv"]))
+        lines += [f"      env {k}={v}" for k, v in sorted(r["env"].items())]
+        for name, text in sorted(r["files"].items()):
+            lines.append(f"      file {{launch_dir}}/{name} ({len(text)} chars):")
+            lines += [f"        | {t}" for t in text.splitlines()]
+        if r.get("preamble"):
+            lines.append(f"      preamble ({len(r['preamble'])} chars):")
+            lines += [f"        | {t}" for t in r["preamble"].splitlines()]
     return lines
 
 
