@@ -202,19 +202,21 @@ def _shown(v: Any) -> str:
     return str(v)
 
 
+def _payload(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, Any]],
+             dashboard_href: str) -> dict[str, Any]:
+    keys = ("point_id", "run_id", "series", "scenario", "scenario_kind", "valid", "published",
+            "source", "hover", "invalid_reasons", "spec_method", "spec_name", "spec_why",
+            "spec_realised_al", "spec_drafts", "spec_draft_tokens", "spec_accepted_tokens")
+    return {"point": {k: p.get(k) for k in keys},
+            "validity": validity_rows(p),
+            "steady_marks": steady_marks(p),
+            "summary": summary_rows(p),
+            "data": data, "siblings": nav, "dashboard": dashboard_href}
+
+
 def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, Any]],
                  dashboard_href: str) -> str:
-    payload = {"point": {k: p.get(k) for k in ("point_id", "run_id", "series", "scenario",
-                                                "scenario_kind", "valid", "published",
-                                                "source", "hover", "invalid_reasons",
-                                                "spec_method", "spec_name", "spec_why",
-                                                "spec_realised_al",
-                                                "spec_drafts", "spec_draft_tokens",
-                                                "spec_accepted_tokens")},
-               "validity": validity_rows(p),
-               "steady_marks": steady_marks(p),
-               "summary": summary_rows(p),
-               "data": data, "siblings": nav, "dashboard": dashboard_href}
+    payload = _payload(p, data, nav, dashboard_href)
     spec = spec_label(p)
     shown = spec != "plain" or p.get("scenario_kind") == "agentic"  # one agentic series
     title = (f"{p.get('series')}{f' · {spec}' if shown else ''} · {p.get('scenario')} · "
