@@ -13,15 +13,10 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from harness.config.errors import ConfigError, did_you_mean
-from harness.config.kinds import ENGINE_KINDS, SAMPLE_METHODS, SAMPLING_ENGINES, WORKLOAD_KINDS
 from harness.config.run_id import check_run_location
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 from harness.config.validate_bench import check_client_choices
-from harness.config.validate_scenario import (
-    check_correlation_headers,
-    check_dataset,
-    check_fixed,
-)
+from harness.config.validate_scenario import check_correlation_headers, check_dataset
 from harness.config.validate_slo import check_slo_settings
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
@@ -29,12 +24,11 @@ PRIMARY_CONFIG = "recipes/sweep.yaml"
 # InferenceX's largest load level is 1024; 4096 leaves room for big multi-node recipes.
 MAX_CONCURRENCY = 4096
 MAX_REPEATS = 100
-MAX_REQUESTS_PER_JOB = 250_000  # fixed-sequence prompts one job builds (warmup included)
-
-
-def engine_kinds() -> tuple[str, ...]:
-    """The engine kinds the adapter registry maps (harness.config.kinds: one list)."""
-    return ENGINE_KINDS
+# speculator.sample_method's choices: how drafts are sampled and verified (acceptance curves
+# are keyed on it, harness/speculation/acceptance.py): greedy (vLLM's default
+# draft_sample_method; what SGLang, TensorRT-LLM and ATOM drafters run), probabilistic (vLLM
+# draft_sample_method probabilistic), probabilistic-block (and rejection_sample_method block).
+SAMPLE_METHODS = ("greedy", "probabilistic", "probabilistic-block")
 
 
 class Locator:
@@ -85,7 +79,9 @@ def _schema_at(path: str) -> type | None:
 
 
 def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
-    """Check every key against the schemas, then every cross-field rule."""
+    """Check every key against the schemas, then every cross-field rule that holds for any
+    engine and scenario kind. The kinds' own rules come after, from their plug-ins
+    (harness.workloads.registry.check_kinds): this layer does not know which kinds exist."""
     try:
         merged = OmegaConf.merge(OmegaConf.structured(SweepConfig), cfg)
     except ConfigKeyError as e:
@@ -272,37 +268,17 @@ def check_concurrency(sc: SweepConfig, where: Locator) -> None:
     if dups:
         raise ConfigError(where(key), key, f"concurrency {dups} listed more than once",
                           "list each load level once; use repeats=N to measure one again")
-    if sc.scenario.kind == "fixed":
-        per = sc.scenario.requests_per_conc + sc.scenario.warmup_per_conc
-        total = per * sum(conc) * sc.repeats
-        if total > MAX_REQUESTS_PER_JOB:
-            raise ConfigError(where(key), key,
-                              f"{total:,} fixed-sequence requests would be built ({per} per "
-                              f"unit of concurrency x {sum(conc)} x {sc.repeats} repeats), "
-                              f"over the limit of {MAX_REQUESTS_PER_JOB:,}",
-                              "lower concurrency, scenario.requests_per_conc or repeats, or "
-                              "split the sweep into several runs")
 
 
 def check_combinations(sc: SweepConfig, where: Locator) -> None:
     """Rules that involve more than one file. Each names the key to change and how."""
-    sc_, eng, model = sc.scenario, sc.engine, sc.model
-
-    if sc_.kind not in WORKLOAD_KINDS:
-        raise ConfigError(where("scenario.kind"), "scenario.kind", f"unknown kind {sc_.kind!r}",
-                          f"use one of {WORKLOAD_KINDS}")
-    kinds = engine_kinds()
-    if eng.kind not in kinds:
-        raise ConfigError(where("engine.kind"), "engine.kind", f"unknown engine {eng.kind!r}",
-                          f"use one of {kinds}")
+    sc_, model = sc.scenario, sc.model
     precision = sc.precision or model.default_precision
     if model.precisions and precision not in model.precisions:
         raise ConfigError(where("precision"), "precision",
                           f"{model.name} has no {precision!r} weights in its recipe",
                           f"use one of {model.precisions} or add it to "
                           f"recipes/model/{model.name}.yaml")
-    if sc_.kind == "fixed":
-        check_fixed(sc, where)
     check_slo_settings(sc, where)
     check_dataset(sc, where)
     check_correlation_headers(sc, where)
@@ -318,25 +294,12 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
             key = f"topology.{name}"
             raise ConfigError(where(key), key, f"{name} must be >= 1, got "
                               f"{getattr(topo, name)}", f"e.g. {key}=1 (tp=8: eight GPUs)")
-    if eng.kind == "llamacpp" and (gpus_of(sc) > 1 or topo.ep > 1):
-        raise ConfigError(where("topology.tp"), "topology.tp",
-                          "the embedded llama.cpp engine serves on one device",
-                          "set topology.tp=1 topology.pp=1 topology.ep=1")
-    if eng.kind not in ("endpoint", "multinode") and gpus_of(sc) > sc.chip.gpus_per_node:
-        raise ConfigError(where("topology.tp"), "topology.tp",
-                          f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
-                          f"{sc.chip.gpus_per_node} per node",
-                          "lower tp/pp, or use a multi-node recipe")
     from harness.config.validate_catalog import check_catalog
 
     check_catalog(sc, where)
-    if eng.kind == "endpoint" and not eng.url:
-        raise ConfigError(where("engine.url"), "engine.url",
-                          "engine=endpoint needs the URL of a running server",
-                          "add engine.url=http://host:port")
 
 
-EVAL_TASKS = ("gsm8k", "gpqa_diamond", "swebench_lite")
+EVAL_TASKS = ("gsm8k", "gpqa_diamond", "swebench_lite", "capitals")
 
 
 def check_correctness(sc: SweepConfig, where: Locator) -> None:
@@ -362,9 +325,10 @@ def check_correctness(sc: SweepConfig, where: Locator) -> None:
 
 
 def check_speculator(sc: SweepConfig, where: Locator) -> None:
-    """The speculator against its engine: a method it runs, a draft length, a sample method it
-    can render (or an injected point, which only borrows the curve), a known acceptance mode."""
-    sc_, eng, spec = sc.scenario, sc.engine, sc.speculator
+    """The speculator against its engine's recipe: a method it runs, a draft length, a known
+    sample method (whether the engine can render it is its adapter's rule,
+    harness.workloads.registry.check_sample_method), a known acceptance mode."""
+    eng, spec = sc.engine, sc.speculator
     if spec.method != "none" and eng.speculators and spec.method not in eng.speculators:
         raise ConfigError(
             where("speculator.method"), "speculator.method",
@@ -379,18 +343,6 @@ def check_speculator(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError(where("speculator.sample_method"), "speculator.sample_method",
                           f"unknown sample method {spec.sample_method!r}",
                           f"use one of {SAMPLE_METHODS}")
-    injected = spec.acceptance.mode == "injected" or (
-        spec.acceptance.mode == "auto" and sc_.kind == "agentic")
-    if (spec.method != "none" and spec.sample_method != "greedy" and not injected
-            and eng.kind not in SAMPLING_ENGINES):
-        # An injected point only borrows the curve: the forced acceptance replaces the
-        # verification, as InferenceX's ATOM Kimi-K3 script injects the probabilistic curve.
-        raise ConfigError(where("speculator.sample_method"), "speculator.sample_method",
-                          f"engine {eng.kind} drafts greedily; it has no knob for "
-                          f"{spec.sample_method} drafts, so real acceptance would not be "
-                          "what the setting says",
-                          "use engine=vllm, speculator.sample_method=greedy, or an injected "
-                          "point (speculator.acceptance.mode=injected)")
     if spec.acceptance.mode not in ("auto", "real", "injected"):
         raise ConfigError(where("speculator.acceptance.mode"), "speculator.acceptance.mode",
                           f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.config.errors import ConfigError
 from harness.config.schema import EngineConfig, SweepConfig
+from harness.config.validate import gpus_of
 from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
 from harness.engines.hints import EngineHints
 from harness.engines.template import (
@@ -118,6 +119,12 @@ class EngineAdapter(ABC):
     # a value other than its default is refused (check_settings), never recorded unapplied.
     # With engine.argv_template, host and python are applied where the template names them.
     applies: frozenset[str] = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS})
+    # Its server argv can ask for non-greedy drafts (vLLM's speculative-config); others draft
+    # greedily, so a probabilistic speculator.sample_method is refused unless injected.
+    samples_drafts = False
+    # Serves from one node: a topology over chip.gpus_per_node is refused (an attached or
+    # multi-node deployment places its own GPUs).
+    one_node = True
 
     def __init__(self, sc: SweepConfig, acceptance: AcceptancePlan | None = None,
                  hints: EngineHints | None = None, where: Locate | None = None) -> None:
@@ -140,7 +147,17 @@ class EngineAdapter(ABC):
         placeholders, a setting this engine would not apply, the engine's own rules."""
         check_template(sc, where)
         cls.check_settings(sc, where)
+        cls.check_topology(sc, where)
         cls.validate(sc, where)
+
+    @classmethod
+    def check_topology(cls, sc: SweepConfig, where: Locate) -> None:
+        """A launch that fits the node it starts on."""
+        if cls.one_node and gpus_of(sc) > sc.chip.gpus_per_node:
+            raise ConfigError(where("topology.tp"), "topology.tp",
+                              f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
+                              f"{sc.chip.gpus_per_node} per node",
+                              "lower tp/pp, or use a multi-node recipe")
 
     @classmethod
     def applied_settings(cls, sc: SweepConfig) -> frozenset[str]:

@@ -20,6 +20,8 @@ class EndpointAdapter(EngineAdapter):
     kind = "endpoint"
     applies = ENDPOINT_SETTINGS
     reads_workspace = False
+    samples_drafts = True  # the attached server was started with its own sampling flags
+    one_node = False  # the attached server placed its own GPUs
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:

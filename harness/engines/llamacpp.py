@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
+from harness.config.validate import gpus_of
 from harness.engines.base import CHECKS_ONLY, EngineAdapter, LaunchPlan, Locate
 from harness.engines.cpu_split import engine_cores
 from harness.engines.weights import gguf_path
@@ -70,6 +71,13 @@ class LlamaCppAdapter(EngineAdapter):
     keep_alive = False  # its HTTP server closes the connection after every streamed reply
     applies = frozenset({*CHECKS_ONLY, "extra_args", "env", "threads", "cpu_affinity", "nice",
                          "python", "host"})
+
+    @classmethod
+    def check_topology(cls, sc: SweepConfig, where: Locate) -> None:
+        if gpus_of(sc) > 1 or sc.topology.ep > 1:
+            raise ConfigError(where("topology.tp"), "topology.tp",
+                              "the embedded llama.cpp engine serves on one device",
+                              "set topology.tp=1 topology.pp=1 topology.ep=1")
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:

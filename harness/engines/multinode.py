@@ -22,6 +22,7 @@ ENTRY_ROLES = ("router", "frontend")
 class MultinodeAdapter(EngineAdapter):
     kind = "multinode"
     reads_workspace = False
+    one_node = False  # the captured deployment spans its own nodes
     # the captured launch, how it runs on Slurm, and the engine family behind the frontend
     # (kv_offload: recorded; the captured workers' own flags carry it)
     applies = frozenset({*CHECKS_ONLY, "slurm", "launch", "family", "deployment", "kv_offload"})

@@ -1,20 +1,25 @@
-"""engine.kind -> adapter class. Adding an engine: one module here and one YAML; every other
-list of engine kinds reads `ENGINE_KINDS`; config validation reads the same names from
-harness/config/kinds.py (checked here at import)."""
+"""engine.kind -> adapter class: the only list of engine kinds. An adapter class describes
+itself (its counters, profiler endpoints, settings it applies and config rules), so adding an
+engine is its module, one line here, and its recipe (recipes/engine/<kind>.yaml). An engine
+kept outside this package registers itself (`register`) from a module named in
+HARNESS_PLUGINS (docs/architecture.md shows one)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from harness.config import kinds
+from harness.config.errors import ConfigError
 
-if TYPE_CHECKING:  # the registry stays importable from config validation without cycles
+if TYPE_CHECKING:  # the registry is imported by the adapters' own helpers; no import cycle
     from harness.config.schema import SweepConfig
-    from harness.engines.base import EngineAdapter, Locate
     from harness.engines.hints import EngineHints
     from harness.speculation.acceptance import AcceptancePlan
 
-_ADAPTERS = {
+# kind -> (module, class); imported when first asked for, so naming the kinds is cheap
+_ADAPTERS: dict[str, tuple[str, str]] = {
     "llamacpp": ("harness.engines.llamacpp", "LlamaCppAdapter"),
     "vllm": ("harness.engines.vllm", "VllmAdapter"),
     "sglang": ("harness.engines.sglang", "SglangAdapter"),
@@ -23,21 +28,59 @@ _ADAPTERS = {
     "endpoint": ("harness.engines.endpoint", "EndpointAdapter"),
     "multinode": ("harness.engines.multinode", "MultinodeAdapter"),
 }
-ENGINE_KINDS = tuple(_ADAPTERS)
-if ENGINE_KINDS != kinds.ENGINE_KINDS:  # config validation reads harness.config.kinds
-    raise ImportError(f"harness/engines/registry.py maps {ENGINE_KINDS}, "
-                      f"harness/config/kinds.py names {kinds.ENGINE_KINDS}")
+ENGINE_KINDS = tuple(_ADAPTERS)  # the built-in kinds; engine_kinds() adds plug-ins
+_PLUGGED: dict[str, Any] = {}  # kind -> adapter class registered by a plug-in module
+PLUGINS_ENV = "HARNESS_PLUGINS"  # comma-separated modules importable on sys.path
 
 
-def adapter_class(kind: str) -> type[EngineAdapter]:
-    import importlib
+def load_plugins() -> None:
+    """Import every module HARNESS_PLUGINS names (each registers its kinds on import)."""
+    for name in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise ConfigError(f"the environment variable {PLUGINS_ENV}", PLUGINS_ENV,
+                              f"cannot import plug-in module {name!r}: {e}",
+                              "put the module's directory on PYTHONPATH, or drop it from "
+                              f"{PLUGINS_ENV}") from None
 
-    module, name = _ADAPTERS[kind]
-    return getattr(importlib.import_module(module), name)
+
+def register(cls: Any) -> Any:
+    """Register an adapter class kept outside this package (a class decorator)."""
+    if cls.kind in _ADAPTERS or not cls.kind:
+        raise ValueError(f"engine kind {cls.kind!r} is taken or empty")
+    _PLUGGED[cls.kind] = cls
+    return cls
+
+
+def engine_kinds() -> tuple[str, ...]:
+    load_plugins()
+    return (*_ADAPTERS, *_PLUGGED)
+
+
+def adapter_class(kind: str) -> Any:
+    """The adapter class of an engine kind (KeyError when none: `check_engine` says so)."""
+    if kind in _ADAPTERS:
+        module, name = _ADAPTERS[kind]
+        return getattr(importlib.import_module(module), name)
+    load_plugins()
+    return _PLUGGED[kind]
+
+
+def check_engine(sc: SweepConfig, where: Callable[[str], str]) -> Any:
+    """A known engine kind whose adapter accepts the recipe (its own rules, before anything
+    is built or launched); the adapter class."""
+    kinds = engine_kinds()
+    if sc.engine.kind not in kinds:
+        raise ConfigError(where("engine.kind"), "engine.kind",
+                          f"unknown engine {sc.engine.kind!r}", f"use one of {kinds}")
+    cls = adapter_class(sc.engine.kind)
+    cls.check(sc, where)
+    return cls
 
 
 def make_adapter(sc: SweepConfig, acceptance: AcceptancePlan | None = None,
-                 hints: EngineHints | None = None, where: Locate | None = None
-                 ) -> EngineAdapter:
+                 hints: EngineHints | None = None, where: Callable[[str], str] | None = None
+                 ) -> Any:
     """A complete adapter: validated, then built with everything it will ever need."""
     return adapter_class(sc.engine.kind)(sc, acceptance, hints, where)

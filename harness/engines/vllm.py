@@ -21,6 +21,7 @@ DRAFTER_METHODS = ("eagle3", "eagle", "draft_model", "dspark")
 
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
+    samples_drafts = True  # speculative-config's draft_sample_method (and rejection_sample_method)
     applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS, "threads"})  # threads: CPU build
 
     @property

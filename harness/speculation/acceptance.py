@@ -18,11 +18,12 @@ from pathlib import Path
 
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
+from harness.config.validate import SAMPLE_METHODS
 
 TABLE_DIR = Path(__file__).resolve().parents[2] / "recipes" / "acceptance"
 COLUMNS = ("model", "speculator", "k", "thinking", "al", "precision", "draft", "sample_method",
            "dataset", "sampling", "engine", "source", "source_kind", "notes", "measured_on")
-# A row's sample_method is one of harness.config.kinds.SAMPLE_METHODS; none stated is greedy.
+# A row's sample_method is one of the setting's choices (SAMPLE_METHODS); none stated is greedy.
 
 
 @dataclass(frozen=True)
@@ -374,7 +375,7 @@ def sample_method_for(table: list[AcceptanceRow], model: str, speculator: str, k
     captured command that injects an AL but cannot say how it drafts (ATOM has no
     draft-sampling knob; harness.speculation.drafters returns None there): InferenceX's ATOM Kimi-K3
     script injects 3.75 at k=6, the probabilistic-block curve's value (greedy: 3.54)."""
-    for method in ("greedy", "probabilistic", "probabilistic-block"):
+    for method in SAMPLE_METHODS:
         try:
             row = lookup(table, model, speculator, k, thinking, draft=draft,
                          sample_method=method)

@@ -46,9 +46,8 @@ from harness.sweep import correctness, interrupts, search, series
 from harness.sweep.point import EngineState, JobContext, PowerMeasurement, assemble, now_iso
 from harness.telemetry import host as host_telemetry
 from harness.telemetry.base import TelemetrySampler
-from harness.workloads.base import LoadLevel, Measurement, Target
-from harness.workloads.fixed_seq import stream_body
-from harness.workloads.registry import make_workload
+from harness.workloads.base import LoadLevel, Measurement, Target, stream_body
+from harness.workloads.registry import check_kinds, make_workload, workload_class
 from harness.workloads.tokenizer import load_tokenizer
 
 log = logging.getLogger(__name__)
@@ -80,14 +79,13 @@ def plan_points(sc: SweepConfig, plan: AcceptancePlan | None = None) -> list[Pla
 
 
 def open_loop(sc: SweepConfig) -> bool:
-    return sc.scenario.kind == "fixed" and sc.scenario.arrival != "closed"
+    """Points offered at request rates: the workload kind's to say (Workload.open_loop)."""
+    return workload_class(sc.scenario.kind).open_loop(sc)
 
 
 def load_axis(sc: SweepConfig) -> list[float]:
-    """The grid's load levels: request rates when open loop, else concurrencies."""
-    if open_loop(sc):
-        return [float(r) for r in sc.scenario.request_rate]
-    return [float(c) for c in sc.concurrency]
+    """The grid's load levels, laid out by the workload kind (Workload.load_axis)."""
+    return workload_class(sc.scenario.kind).load_axis(sc)
 
 
 def planned_point(sc: SweepConfig, load: float, repeat: int,
@@ -118,7 +116,7 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
                 todo: list[PlannedPoint], plan: AcceptancePlan) -> JobContext:
     """Everything before the engine starts: the workload built and its requests encoded, the
     adapter built whole from the recipe, the acceptance plan and the workload's hints."""
-    adapter_class(sc.engine.kind).check(sc, locate)  # cheap refusals first
+    check_kinds(sc, locate)  # cheap refusals first: the engine's and the workload's rules
     if adapter_class(sc.engine.kind).reads_workspace:  # a launch reading upstream's checkout
         check_workspace(sc, locate)
     check_hub_access(sc)  # offline or gated: one message, before anything is built
@@ -128,7 +126,7 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
         raise ConfigError(locate(key), key, what, fix)
     correctness.check_data(sc, repo, locate)  # eval data present, SWE-bench refused
     choice = choose_telemetry(sc, locate)
-    workload = make_workload(sc, load_tokenizer(sc.model), repo)
+    workload = make_workload(sc, load_tokenizer(sc.model), repo, locate)
     adapter = make_adapter(sc, plan, with_eval_context(workload.hints(), sc), locate)
     body = stream_body(adapter.served_model_name, dict(sc.scenario.sampling),
                        adapter.request_extras())

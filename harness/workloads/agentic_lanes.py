@@ -74,6 +74,8 @@ class AgenticLaneWorkload(Workload):
     """Concurrency N = N lanes, each a live session tree replayed closed-loop."""
 
     kind = "agentic"
+    reads_traces = sends_correlation_ids = synthetic_text = True
+    describes = "agentic replays"
 
     def __init__(self, sc: SweepConfig, tokenizer: Any, root: Path) -> None:
         where = scenario_file(sc)

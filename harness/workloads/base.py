@@ -4,6 +4,11 @@ A workload is built from the config before any engine starts (bad input fails th
 the engine what it needs (`EngineHints`), builds its requests (`prepare`), runs one load level
 on a client (`run`), and judges what only it can judge (`rules`). Fixed sequence and agentic
 lanes are its implementations (`harness.workloads.registry`); the runner never asks which.
+
+A workload kind is a plug-in: its class says what a scenario of its kind may ask for (the
+class flags below), refuses the rest (`check`), and lays out the sweep's load axis
+(`load_axis`). The check step (`harness.workloads.registry.check_kinds`) asks it; nothing
+outside this package branches on the scenario's kind.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.client.streaming import ClientSettings, PhaseResult
+from harness.config.schema import SweepConfig
 from harness.engines import prometheus
 from harness.engines.hints import EngineHints
 from harness.engines.sampler import Sampled
@@ -65,6 +71,24 @@ class Measurement:
 
 
 OnDone = Callable[[RequestRecord], None] | None
+Locate = Callable[[str], str]
+
+
+def stream_body(model_name: str, sampling: dict[str, Any], extras: dict[str, Any]) -> dict:
+    """Fields every streamed request carries (OpenAI-compatible, plus `ignore_eos`).
+
+    `temperature: 0.0` unless the scenario's sampling says otherwise: InferenceX's client
+    sends it on every request (docs/methodology.md §2)."""
+    body: dict[str, Any] = {
+        "model": model_name,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+        "temperature": 0.0,
+    }
+    body.update(sampling)
+    body.update(extras)
+    return body
 
 
 @contextlib.contextmanager
@@ -81,6 +105,34 @@ def measured_window(target: Target) -> Iterator[None]:
 
 class Workload(ABC):
     kind: str = ""
+    # What a scenario of this kind may ask for; the check step refuses the rest, naming the key.
+    open_loop_arrivals = False  # scenario.arrival other than closed (docs/slo.md)
+    searchable = False  # search.mode=slo: a bisection over the load axis
+    profilable = False  # engine.profile: the profiler window around the measured phase
+    reads_traces = False  # scenario.dataset: a trace corpus to replay
+    sends_correlation_ids = False  # scenario.correlation_headers (AIPerf's request style)
+    # Synthetic prompt text: speculator.acceptance.mode=auto injects the published acceptance
+    # (real drafts on synthetic text are not representative; docs/methodology.md §5).
+    synthetic_text = False
+    describes = "a scenario"  # how errors name the kind ("fixed-sequence scenarios")
+
+    @classmethod
+    def check(cls, sc: SweepConfig, where: Locate) -> None:
+        """Refuse what this kind cannot run (a ConfigError naming file, key and fix), before
+        anything is built. Nothing beyond the class flags by default."""
+        return None
+
+    @classmethod
+    def open_loop(cls, sc: SweepConfig) -> bool:
+        """Points are offered request rates (open loop), not concurrencies."""
+        return cls.open_loop_arrivals and sc.scenario.arrival != "closed"
+
+    @classmethod
+    def load_axis(cls, sc: SweepConfig) -> list[float]:
+        """The sweep's load levels: request rates when open loop, else concurrencies."""
+        if cls.open_loop(sc):
+            return [float(r) for r in sc.scenario.request_rate]
+        return [float(c) for c in sc.concurrency]
 
     @abstractmethod
     def hints(self) -> EngineHints:

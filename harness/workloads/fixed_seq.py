@@ -35,6 +35,8 @@ from harness.workloads.base import (
     Workload,
     measured_window,
 )
+from harness.workloads.base import stream_body as stream_body  # its home before base.py
+from harness.workloads.fixed_checks import check_fixed
 
 _MAX_ROUNDS = 16
 
@@ -198,29 +200,18 @@ def request_fields(api: str, builder: Any, text: str, max_tokens: int) -> dict[s
             "logprobs": None}
 
 
-def stream_body(model_name: str, sampling: dict[str, Any], extras: dict[str, Any]) -> dict:
-    """Fields every streamed request carries (OpenAI-compatible, plus `ignore_eos`).
-
-    `temperature: 0.0` unless the scenario's sampling says otherwise: InferenceX's client
-    sends it on every request (docs/methodology.md §2)."""
-    body: dict[str, Any] = {
-        "model": model_name,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "ignore_eos": True,
-        "temperature": 0.0,
-    }
-    body.update(sampling)
-    body.update(extras)
-    return body
-
-
 class FixedSequenceWorkload(Workload):
     """InferenceX's fixed-sequence point: a closed loop of C requests in flight over 10*C
     measured requests after 2*C warmup ones, prompts built and encoded before the engine
     starts."""
 
     kind = "fixed"
+    open_loop_arrivals = searchable = profilable = True
+    describes = "fixed-sequence scenarios"
+
+    @classmethod
+    def check(cls, sc: SweepConfig, where: Callable[[str], str]) -> None:
+        check_fixed(sc, where)
 
     def __init__(self, sc: SweepConfig, tokenizer: Any, root: Any = None) -> None:
         self.sc, self.tokenizer = sc, tokenizer

@@ -11,7 +11,8 @@ root_correlation_id, `trajectory_source._snapshot_for` and `conversation_source.
 X-Session-Affinity the same value, `AIPERF_HTTP_X_SESSION_AFFINITY_FROM_CORRELATION_ID`
 defaulting to true). The routing headers of `correlation_headers` (X-Session-ID,
 X-SMG-Routing-Key) carry the request's X-Correlation-ID too, as AIPerf's `build_headers` adds
-them when InferenceX's DP rows export their switches (harness.config.kinds.CORRELATION_HEADERS).
+them when InferenceX's DP rows export their switches (harness.config.validate_scenario's
+CORRELATION_HEADERS).
 X-Dynamo-Session-ID in `correlation_headers` is aiperf 0.13.0's Dynamo switch: the request's
 X-Correlation-ID on every request, and X-Dynamo-Parent-Session-ID, the spawning session's
 X-Correlation-ID (its `parent_correlation_id`), on a sub-agent's requests only.
@@ -23,7 +24,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.config.kinds import DYNAMO_PARENT_HEADER, DYNAMO_SESSION_HEADER
+# X-Dynamo-Session-ID (one of harness.config.validate_scenario's CORRELATION_HEADERS) is PyPI
+# aiperf 0.13.0's AIPERF_HTTP_X_DYNAMO_SESSION_ID_FROM_CORRELATION_ID: the request's
+# X-Correlation-ID, and on a sub-agent's requests X-Dynamo-Parent-Session-ID, the id of the
+# session that spawned it.
+DYNAMO_SESSION_HEADER, DYNAMO_PARENT_HEADER = "X-Dynamo-Session-ID", "X-Dynamo-Parent-Session-ID"
 
 # shared: one sequential sampler across lanes (upstream) | per_lane: a lane moves to the
 # trace after its own (this harness's earlier rule)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.config.kinds import CORRELATION_HEADERS
+from harness.config.validate_scenario import CORRELATION_HEADERS
 from harness.workloads.replay_plan import JOIN_RULES, PACINGS, START_SEEDS, SUBAGENT_STARTS
 from harness.workloads.replay_sessions import RECYCLES, REQUEST_STYLES, SESSION_AFFINITIES
 
@@ -32,7 +32,7 @@ class ReplaySettings:
     subagent_start: str = "branch_start"  # replay_plan.SUBAGENT_STARTS
     request_style: str = "aiperf"  # replay_sessions.REQUEST_STYLES
     session_affinity: str = "stream"  # replay_sessions.SESSION_AFFINITIES
-    # headers that also carry each request's X-Correlation-ID (kinds.CORRELATION_HEADERS)
+    # headers that also carry each request's X-Correlation-ID (CORRELATION_HEADERS)
     correlation_headers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -54,6 +54,8 @@ def arrivals(traces: list[Trace], where: str) -> list[tuple[float, Trace]]:
 
 class TimestampedReplayWorkload(Workload):
     kind = "timestamped"
+    reads_traces = True
+    describes = "timestamped replays"
 
     def __init__(self, sc: SweepConfig, tokenizer: Any, root: Path) -> None:
         where = scenario_file(sc)

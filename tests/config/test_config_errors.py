@@ -14,6 +14,7 @@ from harness.config.errors import ConfigError
 from harness.config.groups import check_group_choices
 from harness.config.locations import repo_root
 from harness.config.validate import Locator, to_sweep_config
+from harness.workloads.registry import check_kinds
 
 RECIPES = str(repo_root() / "recipes")
 
@@ -31,16 +32,24 @@ def _compose(overrides: list[str], extra_search: str = ""):
     return cfg, Locator(choices, overrides)
 
 
+def validated(cfg, where):
+    """Both steps every command runs: the structure and shared rules (config), then the rules
+    of the engine and workload kinds, asked of their plug-ins."""
+    sc = to_sweep_config(cfg, where)
+    check_kinds(sc, where)
+    return sc
+
+
 def _error(overrides: list[str], extra_search: str = "") -> ConfigError:
     cfg, where = _compose(overrides, extra_search)
     with pytest.raises(ConfigError) as ei:
-        to_sweep_config(cfg, where)
+        validated(cfg, where)
     return ei.value
 
 
 def test_default_config_is_valid() -> None:
     cfg, where = _compose([])
-    sc = to_sweep_config(cfg, where)
+    sc = validated(cfg, where)
     assert sc.engine.kind == "llamacpp" and sc.scenario.kind == "fixed"
     assert sc.concurrency == [1, 2, 4, 8]
 
@@ -98,6 +107,32 @@ def test_topology_the_embedded_engine_cannot_serve() -> None:
 def test_endpoint_needs_a_url() -> None:
     e = _error(["engine=endpoint"])
     assert e.key == "engine.url" and "engine.url=" in e.fix
+
+
+def test_unknown_kinds_list_the_registries_kinds() -> None:
+    from harness.engines.registry import ENGINE_KINDS
+    from harness.workloads.registry import WORKLOAD_KINDS
+
+    e = _error(["engine.kind=tpu-serve"])
+    assert e.key == "engine.kind" and all(k in e.fix for k in ENGINE_KINDS)
+    e = _error(["scenario.kind=batch"])
+    assert e.key == "scenario.kind" and all(k in e.fix for k in WORKLOAD_KINDS)
+
+
+@pytest.mark.parametrize(("overrides", "key", "problem"), [
+    (["scenarios=agentic-weka-cpu", "++scenario.arrival=poisson",
+      "++scenario.request_rate=[1]"],
+     "scenario.arrival", "open-loop arrivals are for fixed-sequence scenarios, not agentic"),
+    (["++scenario.correlation_headers=[X-Session-ID]"], "scenario.correlation_headers",
+     "a fixed scenario sends no correlation ids"),
+    (["++scenario.dataset.id=a/b"], "scenario.dataset.id", "replay no traces"),
+    (["scenarios=agentic-weka-cpu", "++engine.profile=true"], "engine.profile",
+     "wired for fixed-sequence points, not agentic"),
+])
+def test_a_kind_refuses_what_its_workload_class_does_not_offer(overrides, key,
+                                                                problem) -> None:
+    e = _error(overrides)
+    assert e.key == key and problem in e.problem, str(e)
 
 
 def test_empty_concurrency() -> None:

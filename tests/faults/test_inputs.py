@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from harness.config.errors import ConfigError
-from harness.config.validate import MAX_CONCURRENCY, engine_kinds, to_sweep_config
+from harness.config.validate import MAX_CONCURRENCY
 from harness.publish.ingest import IngestError, ingest
 from harness.record.results import read_points
 from harness.workloads.traces import TraceError, load_traces
-from tests.config.test_config_errors import _compose
+from tests.config.test_config_errors import _compose, validated
 from tests.helpers import harness
 
 ROWS = "scenarios/reference/dsr1_b200_rows.json"
@@ -24,7 +24,7 @@ ROWS = "scenarios/reference/dsr1_b200_rows.json"
 def _error(override: str) -> ConfigError:
     cfg, where = _compose([f"++{override}"])
     with pytest.raises(ConfigError) as ei:
-        to_sweep_config(cfg, where)
+        validated(cfg, where)
     return ei.value
 
 
@@ -73,7 +73,7 @@ def test_setting_out_of_range_names_the_override_key_and_fix(override, key, prob
 
 
 def test_engine_kinds_come_from_the_adapter_registry() -> None:
-    from harness.engines.registry import _ADAPTERS
+    from harness.engines.registry import _ADAPTERS, engine_kinds
 
     assert engine_kinds() == tuple(_ADAPTERS)
     e = _error("engine.kind=tpu-serve")

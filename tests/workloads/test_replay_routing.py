@@ -52,9 +52,10 @@ def test_no_routing_headers_by_default():
 ])
 def test_config_refuses_headers_a_replay_cannot_send(overrides):
     from harness.config.compose import compose_sweep
+    from harness.workloads.registry import check_kinds
 
     with pytest.raises(ConfigError, match=r"scenario\.correlation_headers") as e:
-        compose_sweep(overrides)
+        check_kinds(compose_sweep(overrides), lambda key: "the command line")
     assert "fix:" in str(e.value)
 
 
