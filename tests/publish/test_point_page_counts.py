@@ -1,5 +1,6 @@
 """What a point page says, read as text from the page `harness dashboard` writes: what realised
-AL and per-request AL each count, and where the engine was not steady."""
+AL and per-request AL each count, where the engine was not steady, and the server's token rate
+over the client's window."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def test_the_page_says_what_each_al_counts_and_where_the_engine_was_not_steady(
                        validity=[{"name": r.name, "ok": r.ok, "observed": r.observed,
                                   "bound": r.bound, "message": r.message,
                                   "remedy": r.remedy, "fatal": r.fatal} for r in rules],
-                       **facts)
+                       total_output_tokens=640, server_generation_tokens=640,
+                       duration_s=14.3, **facts)
     spec = base_point("c2-ngram", "fixed", 2, 1500.0, 80.0, spec_method="ngram", spec_k=4,
                       spec_realised_al=3.075, spec_drafts=200, spec_draft_tokens=800,
                       spec_accepted_tokens=415, total_output_tokens=1300)
@@ -70,3 +72,7 @@ def test_the_page_says_what_each_al_counts_and_where_the_engine_was_not_steady(
     for s in slow:
         assert f"{s['id']} decoded at" in text
         assert f"from {s['from_s']:.4g} s to {s['to_s']:.4g} s" in text
+    # the server's rate over the client's own window, and why its series looks spiky
+    assert ("Over the measured window (14.3 s) the client received 640 output tokens "
+            "(44.8 tok/s) and the server's counter rose by 640 (44.8 tok/s).") in text
+    assert "llama.cpp adds a request's tokens to its counter when the request finishes" in text

@@ -45,7 +45,8 @@ SHOWN_KEYS = ("conc", "rate", "send_lag_p99_ms", "goodput", "goodput_share", "sl
               "lossless_verdict", "decode_slow_ratio")
 # Read by the page's text, not shown as rows: the steadiness rule's slow requests and the
 # output tokens that turn drafts into a share of decode steps.
-CARRIED_KEYS = ("decode_slowest", "steady_warning", "total_output_tokens")
+CARRIED_KEYS = ("decode_slowest", "steady_warning", "total_output_tokens", "duration_s",
+                "server_generation_tokens", "engine")
 # What harness.publish.dashboards.page keeps of each point for its page.
 SUMMARY_KEYS = (*SHOWN_KEYS, *CARRIED_KEYS)
 
@@ -194,6 +195,30 @@ def steady_text(marks: list[dict[str, Any]]) -> str:
             "below in those seconds for what slowed it.")
 
 
+# Engines whose generated-token counter advances when a request finishes, not per token:
+# llama.cpp's server_metrics::on_prediction adds a slot's n_decoded as it releases the slot
+# (ggml-org/llama.cpp tools/server/server-context.cpp).
+COUNTS_AT_FINISH = {"llamacpp": "llama.cpp"}
+
+
+def rates_text(p: dict[str, Any]) -> str:
+    """The server's generated-token rate over the same window as the client's output rate,
+    and why the series' per-scrape server rate may not look like the client's chart."""
+    dur, client, server = (p.get(k) for k in ("duration_s", "total_output_tokens",
+                                              "server_generation_tokens"))
+    if not all(isinstance(v, int | float) for v in (dur, client, server)) or not dur > 0:
+        return ""
+    text = (f"Over the measured window ({dur:.1f} s) the client received {client:.0f} output "
+            f"tokens ({client / dur:.1f} tok/s) and the server's counter rose by {server:.0f} "
+            f"({server / dur:.1f} tok/s).")
+    name = COUNTS_AT_FINISH.get(str(p.get("engine")))
+    if name:
+        text += (f" {name} adds a request's tokens to its counter when the request finishes, "
+                 "so the server rate in the time series (per scrape interval) comes in "
+                 "spikes at request ends where the client's tokens/s above is steady.")
+    return text
+
+
 def _shown(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -253,6 +278,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <p id="slo-note"></p>
 <div class="chart" id="slo" hidden></div>
 <h2>Throughput and in flight over time</h2>
+<p id="rates-note">{html.escape(rates_text(p))}</p>
 <div class="chart" id="over-time"></div>
 <h2>Time series</h2>
 <p id="steady-marks" class="invalid">{html.escape(steady_text(steady_marks(p)))}</p>
