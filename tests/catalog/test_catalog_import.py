@@ -172,6 +172,24 @@ def test_agentic_router_helper_and_aiperf(imported) -> None:
 
 
 @needs_sandbox
+def test_a_file_the_script_writes_for_its_server_is_captured_and_templated(imported) -> None:
+    """The Mooncake-style config the script writes into RESULT_DIR and names in the server's
+    environment: kept in the capture with the job's values, and carried into the recipe row
+    with the port as {port+N} (harness/catalog/launch_files.py)."""
+    from harness.catalog.launch_files import row_files
+
+    _, res, *_ = imported
+    (c,) = res["toy-fp4-b200-vllm-agentic"].launches
+    path = "/workspace/results/mooncake_config.json"
+    assert c["server"]["env_added"]["MOONCAKE_CONFIG_PATH"] == path
+    text = ('{\n  "master_server_address": "127.0.0.1:20000",\n'
+            '  "global_segment_size": "131GB"\n}\n')
+    assert c["server"]["files"] == {path: text}
+    assert row_files(c) == {"results/mooncake_config.json": text.replace(
+        "{", "{{").replace("}", "}}").replace("20000", "{port+12000}")}
+
+
+@needs_sandbox
 def test_docker_launcher_passes_only_its_env(imported) -> None:
     _, res, *_ = imported
     (c,) = res["toy-fp8-mi300x-sglang"].launches
