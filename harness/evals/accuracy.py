@@ -22,12 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.schema import EvalConfig
+from harness.evals import capitals
 from harness.evals.tasks import TaskData, data_for, floor_for, task_config
 
 log = logging.getLogger(__name__)
 # The metric a task's score is (EVALS.md: "score: primary metric (exact match for GSM8K)").
 PRIMARY = {"gsm8k": "exact_match,strict-match",
-           "gpqa_diamond_cot_n_shot": "exact_match,extract_abcd"}
+           "gpqa_diamond_cot_n_shot": "exact_match,extract_abcd",
+           "capitals": f"{capitals.METRIC},none"}
+# The metrics a floor is judged on: every exact-match metric (validate_scores.py), and the
+# capitals task's own (a reply naming the capital; harness/evals/capitals.py).
+SCORED = ("exact_match,", f"{capitals.METRIC},")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +119,10 @@ def result_from(task: str, name: str, out: dict[str, Any], floor: float, source:
     """lm-eval's result dictionary as our record."""
     res = out["results"][name]
     metrics = {k: float(v) for k, v in res.items()
-               if k.startswith("exact_match,") and isinstance(v, int | float)}
+               if k.startswith(SCORED) and isinstance(v, int | float)}
     primary = PRIMARY.get(name, next(iter(metrics), ""))
-    err_key = primary.replace("exact_match,", "exact_match_stderr,")
+    metric, _, filt = primary.partition(",")
+    err_key = f"{metric}_stderr,{filt}"
     stderr = res.get(err_key)
     n_samples = out.get("n-samples", {}).get(name, {})
     n = int(n_samples.get("effective") or n_samples.get("original") or 0)
