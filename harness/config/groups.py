@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.errors import ConfigError, YamlFileError
-from harness.config.locations import repo_root
+from harness.config.locations import checkout_root, repo_root
 
 GROUP_DIRS = {
     "model": "recipes/model",
@@ -115,7 +115,10 @@ def check_group_choices(argv: list[str]) -> None:
 
 
 def _shown(d: Path) -> str:
-    """A repository path relative to the checkout (as users see it in the docs)."""
+    """A repository path relative to the checkout (as users see it in the docs); in full for an
+    installed harness, whose shipped recipes are not under the user's current directory."""
+    if checkout_root() is None:
+        return str(d)
     try:
         return d.relative_to(repo_root()).as_posix()
     except ValueError:
