@@ -23,7 +23,7 @@ from harness.catalog.checkpoints import captured_model, precision_for
 from harness.catalog.client_recipe import client_recipe
 from harness.catalog.client_settings import client_settings
 from harness.catalog.launch_files import row_files
-from harness.catalog.local_paths import localize, shipped_local_paths
+from harness.catalog.local_paths import checkpoint_note, localize, shipped_local_paths
 from harness.catalog.multinode import (
     AGENTIC_SCENARIO,
     FIXED_SCENARIO,
@@ -363,8 +363,8 @@ def catalog_to_recipe(captures: list[dict], master_entry: dict, key: str, commit
     left = sorted(set(shipped_local_paths(doc)))
     if left:
         raise CatalogError(f"{key}: its launch names paths of the machine it ran on "
-                           f"({', '.join(left)}) with no Hugging Face id to stand for them; "
-                           "no recipe is written")
+                           f"({', '.join(left)}) with no Hugging Face id to stand for them"
+                           f"{checkpoint_note(left, captures)}; no recipe is written")
     return doc
 
 
