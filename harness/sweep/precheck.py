@@ -22,6 +22,7 @@ from harness.config.schema import SweepConfig
 from harness.config.validate import Locator, to_sweep_config
 
 DRY_RUN = "--dry-run"
+JSON = "--json"  # with --dry-run: the launches as JSON (catalog show --json's form)
 # Hydra flags that make the app do something other than run the sweep (print the config, the
 # help, or its own info): the app handles those itself, so there is nothing to check here.
 OTHER_MODES = ("-h", "--help", "--hydra-help", "-c", "--cfg", "-i", "--info", "-p",
