@@ -113,6 +113,8 @@ def test_a_users_recipe_folder_from_elsewhere(installed, tmp_path) -> None:
     assert "3 points" in r.stdout
     r = _run(installed, "harness", "sweep", "--config-dir", str(mine), "recipe=minee")
     assert r.returncode == 2 and "'mine'" in r.stderr, r.stderr
+    line, = r.stderr.splitlines()  # both places it looked, the installed one in full
+    assert "harness/shipped/recipes/recipe/minee.yaml" in line and f"{mine}/recipe/minee" in line
 
 
 def test_a_relative_data_path_is_the_users_file_else_the_shipped_one(tmp_path,
