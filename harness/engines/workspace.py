@@ -82,8 +82,9 @@ def pyxis_mounts(sc: SweepConfig, launch_dir: str, files: Mapping[str, str] | No
 # engine.files: what upstream's script writes under /workspace before the server starts and
 # the server reads (Mooncake's store config at $MOONCAKE_CONFIG_PATH,
 # benchmarks/single_node/agentic/kimik3_fp4_b300_vllm_mtp.sh@843c6254). Each is written into
-# the launch dir under a flat name (the launch dir has no subdirectories) and mounted read-only
-# at its /workspace path in the engine's container.
+# the launch dir under a flat name (a plan's files are written straight into the launch dir,
+# harness/engines/process.py, which makes no subdirectories) and mounted read-only at its
+# /workspace path in the engine's container.
 FILE_PREFIX = "workspace--"
 
 
@@ -129,11 +130,12 @@ def check_files(sc: SweepConfig, where: Locate) -> None:
     """engine.files: relative paths under results/ (the job's writable outputs), in an image."""
     for rel in sc.engine.files:
         parts = PurePosixPath(rel).parts
-        if rel.startswith("/") or ".." in parts or parts[:1] != ("results",) or len(parts) < 2:
+        if (rel.startswith("/") or ".." in parts or parts[:1] != ("results",) or len(parts) < 2
+                or "--" in rel):  # "--" separates the parts of its launch-dir name
             raise ConfigError(where("engine.files"), "engine.files",
                               f"{rel!r} is not a file under results/",
                               "name it by its path under the container's /workspace, in "
-                              "results/ (e.g. results/mooncake_config.json)")
+                              "results/, without '--' (e.g. results/mooncake_config.json)")
     if sc.engine.files and not sc.engine.image and sc.engine.kind != "endpoint":
         raise ConfigError(where("engine.files"), "engine.files",
                           "these files are written for the container's /workspace "

@@ -72,6 +72,7 @@ def test_the_adapter_writes_and_mounts_the_files_for_its_port() -> None:
 
 
 @pytest.mark.parametrize("path", ["../etc/x.json", "/workspace/results/x", "cfg.json",
+                                  "results/a--b.json",
                                   "results"])
 def test_a_file_outside_results_is_refused(path: str) -> None:
     recipe = yaml.safe_load((ROOT / "recipes/recipe" / f"{KEY}.yaml").read_text())
