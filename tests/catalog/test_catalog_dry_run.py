@@ -81,3 +81,27 @@ def test_a_file_outside_results_is_refused(path: str) -> None:
 
     with pytest.raises(ConfigError, match=r"engine\.files"):
         check_workspace(launches(sc)[0].sc, lambda key: "recipe")
+
+
+def test_the_launch_writes_the_file_where_its_mount_reads_it(tmp_path: Path) -> None:
+    """The server process's start writes the plan's files into the launch dir before the
+    command runs; the mount's host side (its {launch_dir} filled as the start fills argv) is
+    that file. A stand-in command in place of `docker run` reads it."""
+    from dataclasses import replace
+
+    from harness.config.launches import launches
+    from harness.engines.process import ServerProcess
+
+    recipe = yaml.safe_load((ROOT / "recipes/recipe" / f"{KEY}.yaml").read_text())
+    [one] = launches(compose_recipe(recipe, ["row_concurrency=[1]", "concurrency=[1]"]))
+    plan = make_adapter(one.sc).launch_plan(8888, 1)
+    [mount] = [a for a in plan.argv if a.endswith(":/workspace/results/mooncake_config.json:ro")]
+    host = mount.split(":", 1)[0]
+    reader = [sys.executable, "-c", "import sys; print(open(sys.argv[1]).read(), end='')", host]
+    launch = tmp_path / "launch"
+    proc = ServerProcess(replace(plan, argv=reader), launch, tmp_path / "server.log")
+    proc.start()
+    assert proc.proc is not None and proc.proc.wait(30) == 0
+    log = (tmp_path / "server.log").read_text()
+    assert log.split("\n", 1)[1] == _captured_config(1)  # after the harness's argv line
+    assert (launch / launch_name("results/mooncake_config.json")).read_text() == _captured_config(1)
