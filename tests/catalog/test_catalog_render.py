@@ -1,7 +1,9 @@
 """Every launch of a catalog recipe, rendered through its engine adapter, against the launch
 upstream's script ran (its capture): argv as flag groups (program and positionals in order,
 options as a set of flag groups; a file path compared by the file's content), environment,
-files, helpers and setup steps. For the recipe writer's fixtures (tests/catalog_capture_
+files (TensorRT-LLM's YAML by its keys; a file the script writes under /workspace/results, such
+as Mooncake's config, byte for byte at the path the adapter mounts it), helpers and setup
+steps. For the recipe writer's fixtures (tests/catalog_capture_
 fixtures.py) and for every shipped capture in recipes/recipe/captured/ (the importer's).
 
 What the adapters add on purpose, and so is taken out before comparing: SGLang's
