@@ -65,16 +65,3 @@ def test_truth_and_errors_by_hand() -> None:
     assert e["ttft_ms"] == pytest.approx(1.0) and e["output_tput_pct"] == pytest.approx(100)
     assert e["requests"] == 1 and "tpot_ms" not in e
 
-
-def test_vllm_readiness_probe_is_left_out_of_the_truth() -> None:
-    from benchmarks.parity_peers import readiness_probe
-    from benchmarks.parity_tools import ToolError
-
-    # anon-N keys as the scripted server names requests without an x_id.
-    log = {"anon-0": {"received": 1.0, "chunk_writes": [1.1, 1.2], "chunk_tokens": [1, 1]},
-           "anon-2": {"received": 2.05, "chunk_writes": [2.1], "chunk_tokens": [1]},
-           "anon-1": {"received": 2.0, "chunk_writes": [2.2], "chunk_tokens": [1]}}
-    assert readiness_probe(log) == "anon-0"
-    log["anon-0"]["chunk_writes"].append(2.01)  # still streaming when anon-1 arrived
-    with pytest.raises(ToolError, match="no readiness request"):
-        readiness_probe(log)
