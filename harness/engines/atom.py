@@ -6,11 +6,39 @@ acceptance: `--spec-decode-acceptance-length AL` (docs/methodology.md §5)."""
 from __future__ import annotations
 
 from harness.engines.base import CHECKS_ONLY, LAUNCH_SETTINGS, EngineAdapter, LaunchPlan
+from harness.engines.counter_types import (
+    AcceptanceGauge,
+    EngineCounters,
+    PrefixCacheCounters,
+    ServerCacheCounters,
+    SpecCounters,
+    TokenCounters,
+    series,
+)
+from harness.engines.profiler import ProfilerEndpoints
 from harness.engines.template import has_flag
 
 
 class AtomAdapter(EngineAdapter):
     kind = "atom"
+    profiler = ProfilerEndpoints("/start_profile", "/stop_profile", "ATOM_TORCH_PROFILER_DIR")
+    # What its /metrics exposes, read from its source (docs/engine-metrics.md)
+    metrics = EngineCounters(
+        kind="atom",
+        source="ROCm/ATOM:atom/entrypoints/openai/metrics.py@1b2be632",
+        tokens=TokenCounters(series("atom:prompt_tokens_total"),
+                             series("atom:generation_tokens_total")),
+        prefix_cache=PrefixCacheCounters(series("atom:prefix_cache_cached_tokens_total"),
+                                         series("atom:prefix_cache_full_tokens_total")),
+        # Decode steps by accepted count, summed over the accepted_tokens label = drafts.
+        spec=SpecCounters(drafts=series("atom:mtp_decode_steps_total"),
+                          accepted=series("atom:mtp_accepted_tokens_total"),
+                          draft_tokens=series("atom:mtp_draft_tokens_total")),
+        al_gauge=AcceptanceGauge("atom:mtp_average_tokens_per_forward", "lifetime"),
+        # Newer ATOM builds (not in the stored metrics.py): KV usage over dp ranks as one
+        # series; hits are prefix_cache's counters.
+        cache=ServerCacheCounters(kv_usage=(series("atom:kv_cache_usage_ratio"),)),
+    )
     # its own command takes no address flag: engine.host only where a template names {host}
     applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS} - {"host"})
 

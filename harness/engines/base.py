@@ -17,8 +17,10 @@ from typing import Any
 from harness.config.errors import ConfigError
 from harness.config.schema import EngineConfig, SweepConfig
 from harness.config.validate import gpus_of
-from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
+from harness.engines.counters import EngineCounters
+from harness.engines.engine_counters import counters_of
 from harness.engines.hints import EngineHints
+from harness.engines.profiler import ProfilerEndpoints
 from harness.engines.template import (
     check_template,
     flag_value,
@@ -125,6 +127,13 @@ class EngineAdapter(ABC):
     # Serves from one node: a topology over chip.gpus_per_node is refused (an attached or
     # multi-node deployment places its own GPUs).
     one_node = True
+    # What its /metrics exposes (harness.engines.counter_types), read from the engine's source;
+    # None: it declares none of its own (an attached or deployed engine of another family).
+    metrics: EngineCounters | None = None
+    # Its profiler routes and prefix-cache reset (harness.engines.profiler); None: it offers
+    # none, and engine.profile / engine.reset_cache_before_point are refused before launch.
+    profiler: ProfilerEndpoints | None = None
+    cache_reset: str | None = None
 
     def __init__(self, sc: SweepConfig, acceptance: AcceptancePlan | None = None,
                  hints: EngineHints | None = None, where: Locate | None = None) -> None:
@@ -202,12 +211,16 @@ class EngineAdapter(ABC):
         called before anything is built or launched. Nothing to refuse by default."""
         return None
 
+    @classmethod
+    def family(cls, sc: SweepConfig) -> str | None:
+        """The engine behind a point (whose profiler and reset apply): this kind itself."""
+        return cls.kind
+
     @property
     def counters(self) -> EngineCounters:
         """What this engine's metrics endpoint exposes (tokens, prefix cache, speculative
-        decoding), declared once in harness.engines.counters: points, hit rates and
-        calibration all read it."""
-        return ENGINE_COUNTERS[self.kind]
+        decoding), declared on its class: points, hit rates and calibration all read it."""
+        return counters_of(self.kind)
 
     @property
     def can_inject(self) -> bool:

@@ -1,5 +1,5 @@
 """The typed declarations of what an engine's /metrics exposes (one `EngineCounters` per
-engine kind, filled in harness.engines.engine_counters)."""
+engine kind, declared by each adapter class as its `metrics`)."""
 
 from __future__ import annotations
 
@@ -102,5 +102,10 @@ class EngineCounters:
     injection_draw: Literal["request", "batch"] = "request"
     launch_requirements: tuple[str, ...] = ()  # what the launch must set for these to exist
     candidates: tuple[str, ...] = ()  # endpoint: kinds whose names are tried, in order
+
+
+def series(name: str, **where: str) -> Series:
+    """A metric with fixed label values, as an adapter declares it."""
+    return Series(name, tuple(sorted(where.items())))
 
 

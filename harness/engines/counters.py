@@ -2,8 +2,9 @@
 import for the rest of the harness.
 
 The parts live apart: `series` (a metric with label values, counter sums and deltas),
-`counter_types` (the typed declarations), `engine_counters` (`ENGINE_COUNTERS`, one
-declaration per engine kind, and `resolve` for attached endpoints), `acceptance_counters`
+`counter_types` (the typed declarations; each adapter class declares its own as `metrics`),
+`engine_counters` (a kind's declaration read from the registry, and `resolve` for attached
+endpoints), `acceptance_counters`
 (the realised acceptance length), `server_cache` (hit rates by source and KV usage). Here:
 token and prefix-cache deltas.
 

@@ -13,7 +13,8 @@ from harness.engines.base import (
     LaunchPlan,
     Locate,
 )
-from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
+from harness.engines.counters import EngineCounters
+from harness.engines.engine_counters import counters_of, declaring_kinds
 
 
 class EndpointAdapter(EngineAdapter):
@@ -29,18 +30,22 @@ class EndpointAdapter(EngineAdapter):
             raise ConfigError(where("engine.url"), "engine.url",
                               "engine=endpoint needs the URL of a running server",
                               "add engine.url=http://host:port")
-        family = sc.engine.family
-        if family is not None and (family == "endpoint" or family not in ENGINE_COUNTERS):
-            known = sorted(k for k in ENGINE_COUNTERS if k != "endpoint")
+        family, known = sc.engine.family, declaring_kinds()
+        if family is not None and family not in known:
             raise ConfigError(where("engine.family"), "engine.family",
                               f"no engine family {family!r}",
                               f"use one of {', '.join(known)}, or leave it unset to recognise "
                               "the engine from its /metrics")
 
+    @classmethod
+    def family(cls, sc: SweepConfig) -> str | None:
+        """The engine behind the URL, as engine.family declares it (None: unknown)."""
+        return sc.engine.family
+
     @property
     def counters(self) -> EngineCounters:
         """The named family's metrics, else every known engine's (recognised per scrape)."""
-        return ENGINE_COUNTERS[self.sc.engine.family or "endpoint"]
+        return counters_of(self.sc.engine.family or self.kind)
 
     @property
     def launches(self) -> bool:

@@ -9,6 +9,14 @@ from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
 from harness.engines.base import CHECKS_ONLY, EngineAdapter, LaunchPlan, Locate
+from harness.engines.counter_types import (
+    EngineCounters,
+    PrefixCacheCounters,
+    ServerCacheCounters,
+    SpecCounters,
+    TokenCounters,
+    series,
+)
 from harness.engines.cpu_split import engine_cores
 from harness.engines.weights import gguf_path
 
@@ -68,6 +76,25 @@ def llama_params(args: list[str], where: str = "the engine recipe") -> dict[str,
 
 class LlamaCppAdapter(EngineAdapter):
     kind = "llamacpp"
+    # What its /metrics exposes, read from its source (docs/engine-metrics.md)
+    metrics = EngineCounters(
+        kind="llamacpp",
+        source="ggml-org/llama.cpp:tools/server/server-task.cpp@17f5f8a8 (to_metrics)",
+        tokens=TokenCounters(series("llamacpp:prompt_tokens_total"),
+                             series("llamacpp:tokens_predicted_total"),
+                             series("llamacpp:prompt_tokens_cached_total"),
+                             prompt_excludes_cached=True),
+        prefix_cache=PrefixCacheCounters(series("llamacpp:prompt_tokens_cached_total"),
+                                         series("llamacpp:prompt_tokens_total"),
+                                         queries_exclude_hits=True),
+        spec=SpecCounters(drafts=series("llamacpp:spec_decode_num_drafts_total"),
+                          accepted=series("llamacpp:spec_decode_num_accepted_tokens_total"),
+                          draft_tokens=series("llamacpp:spec_decode_num_draft_tokens_total")),
+        # Older builds only (current ones removed the KV gauges): device hits are the cached
+        # counter, read through prefix_cache.
+        cache=ServerCacheCounters(kv_usage=(series("llamacpp:kv_cache_usage_ratio"),)),
+        launch_requirements=("endpoint_metrics=True (--metrics)",),
+    )
     keep_alive = False  # its HTTP server closes the connection after every streamed reply
     applies = frozenset({*CHECKS_ONLY, "extra_args", "env", "threads", "cpu_affinity", "nice",
                          "python", "host"})

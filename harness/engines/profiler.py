@@ -1,7 +1,8 @@
 """The engine's own profiler around a point's measured window, and its prefix-cache reset
 before a point (`engine.profile`, `engine.reset_cache_before_point`; docs/slo.md).
 
-What each server offers, from its source:
+What each server offers, from its source (each adapter class declares it: `profiler`,
+`cache_reset`):
 - vLLM: POST /start_profile and /stop_profile, registered only when the server was started
   with VLLM_TORCH_PROFILER_DIR (the traces go there; vllm/entrypoints/openai/api_server.py@
   048027fb, `if envs.VLLM_TORCH_PROFILER_DIR`; newer trees move the routes to
@@ -40,44 +41,58 @@ class ProfilerEndpoints:
     dir_in_body: bool = False  # SGLang takes the output directory with the start call
 
 
-PROFILERS: dict[str, ProfilerEndpoints] = {
-    "vllm": ProfilerEndpoints("/start_profile", "/stop_profile", "VLLM_TORCH_PROFILER_DIR"),
-    "sglang": ProfilerEndpoints("/start_profile", "/stop_profile", "SGLANG_TORCH_PROFILER_DIR",
-                                dir_in_body=True),
-    "atom": ProfilerEndpoints("/start_profile", "/stop_profile", "ATOM_TORCH_PROFILER_DIR"),
-}
-CACHE_RESETS: dict[str, str] = {"vllm": "/reset_prefix_cache", "sglang": "/flush_cache"}
+def _adapter(family: str | None) -> Any:
+    from harness.engines.registry import adapter_class, engine_kinds
+
+    return adapter_class(family) if family in engine_kinds() else None
+
+
+def endpoints_of(family: str | None) -> ProfilerEndpoints | None:
+    """The profiler routes the engine family's adapter declares, or None."""
+    return getattr(_adapter(family), "profiler", None)
+
+
+def reset_path_of(family: str | None) -> str | None:
+    """The prefix-cache reset route the engine family's adapter declares, or None."""
+    return getattr(_adapter(family), "cache_reset", None)
+
+
+def _offering(attribute: str) -> str:
+    from harness.engines.registry import adapter_class, engine_kinds
+
+    return ", ".join(k for k in engine_kinds() if getattr(adapter_class(k), attribute, None))
 
 
 def engine_family(sc: Any) -> str | None:
     """The engine behind the point: the adapter kind, or an endpoint's declared family."""
-    e = sc.engine
-    return e.family if e.kind == "endpoint" else e.kind
+    return _adapter(sc.engine.kind).family(sc)
 
 
 def support_problem(sc: Any) -> tuple[str, str, str] | None:
-    """(key, problem, fix) when a requested profiler or reset is not offered by the engine."""
-    fam = engine_family(sc)  # which scenario kinds have a profiler window: their workload's
-    if sc.engine.profile and fam not in PROFILERS:
+    """(key, problem, fix) when a requested profiler or reset is not offered by the engine
+    (which scenario kinds have a profiler window is their workload class's to say)."""
+    fam = engine_family(sc)
+    if sc.engine.profile and endpoints_of(fam) is None:
         name = fam or "an endpoint of unknown family"
-        fix = ("set engine.family=vllm|sglang|atom for an attached server"
-               if fam is None else "set engine.profile=false, or use vLLM, SGLang or ATOM")
+        fix = (f"set engine.family={'|'.join(_offering('profiler').split(', '))} for an "
+               "attached server" if fam is None
+               else f"set engine.profile=false, or use one of {_offering('profiler')}")
         return ("engine.profile", f"{name} serves no /start_profile and /stop_profile "
                 "endpoints", fix)
-    if sc.engine.reset_cache_before_point and fam not in CACHE_RESETS:
+    if sc.engine.reset_cache_before_point and reset_path_of(fam) is None:
         return ("engine.reset_cache_before_point",
                 f"{fam or 'an endpoint of unknown family'} offers no prefix-cache reset "
-                "endpoint", "set engine.reset_cache_before_point=false, or use vLLM "
-                "(/reset_prefix_cache) or SGLang (/flush_cache)")
+                "endpoint", "set engine.reset_cache_before_point=false, or use one of "
+                f"{_offering('cache_reset')}")
     return None
 
 
 def launch_env(sc: Any, trace_dir: Path) -> dict[str, str]:
     """The environment a launched engine needs for its profiler (empty when not profiling)."""
-    fam = engine_family(sc)
-    if not sc.engine.profile or fam not in PROFILERS:
+    ep = endpoints_of(engine_family(sc))
+    if not sc.engine.profile or ep is None:
         return {}
-    return {PROFILERS[fam].trace_dir_env: str(trace_dir)}
+    return {ep.trace_dir_env: str(trace_dir)}
 
 
 def _post(base_url: str, path: str, headers: dict[str, str], body: Any = None,
@@ -108,7 +123,7 @@ class PointProfiler:
     _before: set[str] = field(default_factory=set)
 
     def start(self) -> None:
-        ep = PROFILERS[self.family]
+        ep = self.endpoints
         body = None
         if ep.dir_in_body and self.trace_dir is not None:
             self.trace_dir.mkdir(parents=True, exist_ok=True)
@@ -123,9 +138,15 @@ class PointProfiler:
     def stop(self) -> None:
         self.stop_ts = time.perf_counter()
         try:
-            self.stop_reply = _post(self.base_url, PROFILERS[self.family].stop, self.headers)
+            self.stop_reply = _post(self.base_url, self.endpoints.stop, self.headers)
         except OSError as e:
             self.error = (self.error + "; " if self.error else "") + f"stop: {e}"
+
+    @property
+    def endpoints(self) -> ProfilerEndpoints:
+        ep = endpoints_of(self.family)
+        assert ep is not None, "support_problem refuses a profile of this family before launch"
+        return ep
 
     def _listing(self) -> set[str]:
         d = self.trace_dir
@@ -146,7 +167,7 @@ def reset_cache(base_url: str, family: str, headers: dict[str, str]) -> dict[str
     """Empty the engine's prefix cache; what happened, for the point."""
     t = time.perf_counter()
     try:
-        _post(base_url, CACHE_RESETS[family], headers, timeout=60)
+        _post(base_url, str(reset_path_of(family)), headers, timeout=60)
         return {"cache_reset_ts": t, "cache_reset_error": None}
     except OSError as e:
         return {"cache_reset_ts": t, "cache_reset_error": str(e)}

@@ -5,7 +5,17 @@ knobs: SGLANG_SIMULATE_ACC_LEN with the `match-expected` method (exact mean) and
 from __future__ import annotations
 
 from harness.engines.base import EngineAdapter, LaunchPlan
+from harness.engines.counter_types import (
+    AcceptanceGauge,
+    EngineCounters,
+    PrefixCacheCounters,
+    ServerCacheCounters,
+    SpecCounters,
+    TokenCounters,
+    series,
+)
 from harness.engines.kv_offload import add_offload
+from harness.engines.profiler import ProfilerEndpoints
 from harness.engines.template import has_flag
 
 SGLANG_ALGORITHMS = {"mtp": "EAGLE", "eagle": "EAGLE", "eagle3": "EAGLE3", "ngram": "NGRAM",
@@ -14,6 +24,43 @@ SGLANG_ALGORITHMS = {"mtp": "EAGLE", "eagle": "EAGLE", "eagle3": "EAGLE3", "ngra
 
 class SglangAdapter(EngineAdapter):
     kind = "sglang"
+    profiler = ProfilerEndpoints("/start_profile", "/stop_profile", "SGLANG_TORCH_PROFILER_DIR",
+                                 dir_in_body=True)
+    cache_reset = "/flush_cache"
+    # What its /metrics exposes, read from its source (docs/engine-metrics.md)
+    metrics = EngineCounters(
+        kind="sglang",
+        source=("sgl-project/sglang:python/sglang/srt/managers/scheduler_metrics_mixin.py"
+                "@01bb3c80; python/sglang/srt/observability/metrics_collector.py@016d8605"),
+        tokens=TokenCounters(series("sglang:prompt_tokens_total"),
+                             series("sglang:generation_tokens_total"),
+                             series("sglang:cached_tokens_total")),
+        prefix_cache=PrefixCacheCounters(series("sglang:cached_tokens_total"),
+                                         series("sglang:prompt_tokens_total")),
+        # Newer SGLang only; counted when a request finishes, tokenizer-side (no dp_rank).
+        spec=SpecCounters(drafts=series("sglang:spec_verify_calls_total"),
+                          generation=series("sglang:generation_tokens_total"),
+                          requests=series("sglang:num_requests_total"),
+                          counted_at="request-finish", truncated_at_finish=True),
+        al_gauge=AcceptanceGauge("sglang:spec_accept_length", "interval-mean", 40,
+                                 truncated_at_finish=True),
+        # cached_tokens by cache_source (device = radix tree on the GPU, host = HiCache's host
+        # tier, storage = its L3), token_usage and max_total_num_tokens per scheduler rank,
+        # HiCache host tokens; as SemiAnalysisAI/InferenceX:infx/results/agentic/backends/
+        # sglang.py@662c15e46d252adad2b8f05620268124a55971d0 reads them.
+        cache=ServerCacheCounters(
+            by_source=series("sglang:cached_tokens_total"), source_label="cache_source",
+            sources=(("device", "device"), ("host", "host"), ("storage", "external")),
+            prompt=series("sglang:prompt_tokens_total"),
+            computed=series("sglang:realtime_tokens_total", mode="prefill_compute"),
+            hit_rate_gauge=series("sglang:cache_hit_rate"),
+            kv_usage=(series("sglang:token_usage"),),
+            host_tokens=(series("sglang:hicache_host_used_tokens"),
+                         series("sglang:hicache_host_total_tokens")),
+            pool_tokens=series("sglang:max_total_num_tokens")),
+        injection_draw="batch",
+        launch_requirements=("--enable-metrics",),
+    )
 
     def launch_plan(self, port: int, max_concurrency: int) -> LaunchPlan:
         argv = self.templated_argv(port, max_concurrency)

@@ -16,6 +16,15 @@ from harness.engines.base import (
     LaunchPlan,
     positive_int,
 )
+from harness.engines.counter_types import (
+    AcceptanceGauge,
+    EngineCounters,
+    PrefixCacheCounters,
+    ServerCacheCounters,
+    SpecCounters,
+    TokenCounters,
+    series,
+)
 
 EXTRA_OPTIONS_FILE = "extra_llm_api_options.yaml"
 # Per-request perf metrics and iteration stats feed /prometheus/metrics, where the speculative
@@ -25,6 +34,36 @@ METRICS_OPTIONS = {"return_perf_metrics": True, "enable_iter_perf_stats": True}
 
 class TrtllmAdapter(EngineAdapter):
     kind = "trtllm"
+    # What its /metrics exposes, read from its source (docs/engine-metrics.md)
+    metrics = EngineCounters(
+        kind="trtllm",
+        source="NVIDIA/TensorRT-LLM:tensorrt_llm/metrics/collector.py@050f80de",
+        metrics_path="/prometheus/metrics",
+        tokens=TokenCounters(series("trtllm_prompt_tokens_total"),
+                             series("trtllm_generation_tokens_total"),
+                             series("trtllm_prompt_cached_tokens_total")),
+        prefix_cache=PrefixCacheCounters(series("trtllm_prompt_cached_tokens_total"),
+                                         series("trtllm_prompt_tokens_total")),
+        # Per-position counters (per request, at finish): position 0 is drafted once per
+        # verify step, so its count is the number of drafts.
+        spec=SpecCounters(drafts=series("trtllm_spec_decode_drafted_tokens_total",
+                                    token_position="0"),
+                          accepted=series("trtllm_spec_decode_accepted_tokens_total"),
+                          per_k=(series("trtllm_spec_decode_num_draft_tokens_total"),
+                                 series("trtllm_spec_decode_num_accepted_tokens_total")),
+                          counted_at="request-finish"),
+        al_gauge=AcceptanceGauge("trtllm_spec_decode_acceptance_length", "last-iteration"),
+        # KV-cache gauges of the iteration stats (SemiAnalysisAI/InferenceX:infx/results/
+        # agentic/backends/trtllm.py@a30c9cb26d6d2a218ef87aadcaf854123ffcf71e); hits are the
+        # cached-tokens counter (prefix_cache).
+        cache=ServerCacheCounters(
+            hit_rate_gauge=series("trtllm_kv_cache_hit_rate"),
+            kv_usage=(series("trtllm_kv_cache_utilization"),),
+            host_usage=series("trtllm_kv_cache_host_utilization"),
+            pool_blocks=(series("trtllm_kv_cache_max_blocks"),
+                         series("trtllm_kv_cache_tokens_per_block"))),
+        launch_requirements=("return_perf_metrics: true", "enable_iter_perf_stats: true"),
+    )
     # trtllm-serve runs from PATH: engine.python only where a template names {python}
     applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS, "extra_options"} - {"python"})
 

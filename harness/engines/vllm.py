@@ -8,8 +8,17 @@ import json
 from typing import Any
 
 from harness.engines.base import CHECKS_ONLY, LAUNCH_SETTINGS, EngineAdapter, LaunchPlan
+from harness.engines.counter_types import (
+    EngineCounters,
+    PrefixCacheCounters,
+    ServerCacheCounters,
+    SpecCounters,
+    TokenCounters,
+    series,
+)
 from harness.engines.cpu_split import engine_cores
 from harness.engines.kv_offload import add_offload
+from harness.engines.profiler import ProfilerEndpoints
 
 VLLM_METHODS = {"mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram", "draft_model": "draft_model",
                 "eagle": "eagle", "dspark": "dspark"}
@@ -21,6 +30,31 @@ DRAFTER_METHODS = ("eagle3", "eagle", "draft_model", "dspark")
 
 class VllmAdapter(EngineAdapter):
     kind = "vllm"
+    profiler = ProfilerEndpoints("/start_profile", "/stop_profile", "VLLM_TORCH_PROFILER_DIR")
+    cache_reset = "/reset_prefix_cache"
+    # What its /metrics exposes, read from its source (docs/engine-metrics.md)
+    metrics = EngineCounters(
+        kind="vllm",
+        source="vllm-project/vllm:vllm/v1/spec_decode/metrics.py@016a8587 (SpecDecodingProm)",
+        tokens=TokenCounters(series("vllm:prompt_tokens_total"),
+                             series("vllm:generation_tokens_total")),
+        prefix_cache=PrefixCacheCounters(series("vllm:prefix_cache_hits_total"),
+                                         series("vllm:prefix_cache_queries_total")),
+        spec=SpecCounters(drafts=series("vllm:spec_decode_num_drafts_total"),
+                          accepted=series("vllm:spec_decode_num_accepted_tokens_total"),
+                          draft_tokens=series("vllm:spec_decode_num_draft_tokens_total"),
+                          rank_label="engine"),
+        # vllm/v1/metrics/loggers.py: prompt tokens by source (local_compute, local_cache_hit,
+        # external_kv_transfer) and the KV usage gauge (a fraction despite `perc`), per
+        # engine; read so by SemiAnalysisAI/InferenceX:infx/results/agentic/backends/vllm.py
+        # @a30c9cb26d6d2a218ef87aadcaf854123ffcf71e (older builds: gpu_cache_usage_perc).
+        cache=ServerCacheCounters(
+            by_source=series("vllm:prompt_tokens_by_source_total"), source_label="source",
+            sources=(("local_cache_hit", "device"), ("external_kv_transfer", "external"),
+                     ("local_compute", "computed")),
+            kv_usage=(series("vllm:kv_cache_usage_perc"), series("vllm:gpu_cache_usage_perc")),
+            host_usage=series("vllm:cpu_kv_cache_usage_perc")),
+    )
     samples_drafts = True  # speculative-config's draft_sample_method (and rejection_sample_method)
     applies = frozenset({*CHECKS_ONLY, *LAUNCH_SETTINGS, "threads"})  # threads: CPU build
 

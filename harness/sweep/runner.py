@@ -322,7 +322,8 @@ def engine_hooks(ctx: JobContext, eng: EngineSession, pid: str,
         facts = profiler.reset_cache(eng.base_url, family, eng.headers())
     if not e.profile:
         return None, facts
-    if profiler.PROFILERS[family].dir_in_body:
+    ep = profiler.endpoints_of(family)
+    if ep is not None and ep.dir_in_body:
         trace_dir: Path | None = run.root / "profiles" / pid
     else:  # fixed at launch by the server's environment; unknown for an attached server
         trace_dir = eng.trace_dir if eng.launches_engine else None
