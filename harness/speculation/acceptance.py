@@ -279,6 +279,9 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
     spec = sc.speculator
     if spec.method == "none":
         return AcceptancePlan("none")
+    # One of two branches on the scenario's kind outside harness/workloads/: this layer sits
+    # below the workloads, so it cannot ask the workload class (AgenticLaneWorkload's
+    # synthetic_text, which check_sample_method reads); the rule is the same one.
     agentic = sc.scenario.kind == "agentic"
     mode = spec.acceptance.mode
     if mode == "auto":
@@ -360,6 +363,8 @@ def check_injectable(method: str, scenario_kind: str, mode: str = "injected") ->
     """Why an injected point with this drafter cannot be run, or None. Called at validation:
     an n-gram drafter proposes nothing on the synthetic agentic prompts, so the point would
     only ever be judged on a handful of drafts (or none)."""
+    # The second branch on the kind (below the workloads, as in `resolve`): only the agentic
+    # replay's prompts are synthetic word blocks.
     if mode != "injected" or scenario_kind != "agentic" or method not in LOOKUP_DRAFTERS:
         return None
     return (f"speculator {method} drafts only from n-grams already in the text, and the "

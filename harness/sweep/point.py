@@ -157,7 +157,7 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     `samples`: the server's metrics scraped through the measured window; `power` the
     accelerator telemetry's integration; `series_figures` harness.sweep.series.summary."""
     m = point_metrics(meas.measured.records, meas.measured.duration_s, ctx.gpus,
-                      drop_zero_tpot=ctx.sc.scenario.kind == "agentic")  # AgentX's rule
+                      drop_zero_tpot=ctx.workload.drops_zero_tpot)
     slo = slo_of(ctx.sc)
     m.update(goodput_metrics(meas.measured.records, meas.measured.duration_s, slo))
     facts = ctx.workload.facts(meas, m, samples)

@@ -74,7 +74,7 @@ class AgenticLaneWorkload(Workload):
     """Concurrency N = N lanes, each a live session tree replayed closed-loop."""
 
     kind = "agentic"
-    reads_traces = sends_correlation_ids = synthetic_text = True
+    reads_traces = sends_correlation_ids = synthetic_text = drops_zero_tpot = True
     describes = "agentic replays"
 
     def __init__(self, sc: SweepConfig, tokenizer: Any, root: Path) -> None:

@@ -115,6 +115,9 @@ class Workload(ABC):
     # (real drafts on synthetic text are not representative; docs/methodology.md §5).
     synthetic_text = False
     describes = "a scenario"  # how errors name the kind ("fixed-sequence scenarios")
+    # Requests whose reply has no inter-token time are left out of TPOT (AgentX's rule for
+    # agentic replays, where a turn may answer in one token).
+    drops_zero_tpot = False
 
     @classmethod
     def check(cls, sc: SweepConfig, where: Locate) -> None:
