@@ -173,7 +173,10 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     observed: Mapping[str, Any] = {**m, **facts}
     pwr = power_facts(power, m)
     hf = dict(host_figures or {})  # harness.telemetry.host.point_figures
-    bench, marks = bench_rules(hf, m, ctx.sc.scenario.kind, ctx.validity)
+    bench, marks = bench_rules(hf, m, ctx.sc.scenario.kind, ctx.validity,
+                               records=meas.measured.records,
+                               speculative=ctx.sc.speculator.method != "none",
+                               window_start=meas.measured.start_ts)
     verdict = judge(
         bench,
         engine_rules(engine.alive, engine.hung, engine.failure),
