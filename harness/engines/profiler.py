@@ -65,7 +65,8 @@ def _offering(attribute: str) -> str:
 
 def engine_family(sc: Any) -> str | None:
     """The engine behind the point: the adapter kind, or an endpoint's declared family."""
-    return _adapter(sc.engine.kind).family(sc)
+    adapter = _adapter(sc.engine.kind)
+    return adapter.family(sc) if adapter is not None else None
 
 
 def support_problem(sc: Any) -> tuple[str, str, str] | None:

@@ -59,11 +59,15 @@ def engine_kinds() -> tuple[str, ...]:
 
 
 def adapter_class(kind: str) -> Any:
-    """The adapter class of an engine kind (KeyError when none: `check_engine` says so)."""
+    """The adapter class of an engine kind; an unknown kind is a ConfigError (`check_engine`
+    names the file it came from first, wherever the check step runs)."""
     if kind in _ADAPTERS:
         module, name = _ADAPTERS[kind]
         return getattr(importlib.import_module(module), name)
     load_plugins()
+    if kind not in _PLUGGED:
+        raise ConfigError("the config", "engine.kind", f"unknown engine {kind!r}",
+                          f"use one of {engine_kinds()}")
     return _PLUGGED[kind]
 
 

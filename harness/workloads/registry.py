@@ -46,11 +46,15 @@ def workload_kinds() -> tuple[str, ...]:
 
 
 def workload_class(kind: str) -> type[Workload]:
-    """The class of a workload kind (KeyError when none: `check_kinds` says so first)."""
+    """The class of a workload kind; an unknown kind is a ConfigError (`check_kinds` names the
+    file it came from first)."""
     if kind in _WORKLOADS:
         module, name = _WORKLOADS[kind]
         return getattr(importlib.import_module(module), name)
     load_plugins()
+    if kind not in _PLUGGED:
+        raise ConfigError("the config", "scenario.kind", f"unknown kind {kind!r}",
+                          f"use one of {workload_kinds()}")
     return _PLUGGED[kind]
 
 
