@@ -42,6 +42,9 @@ NOT_LAUNCH_ENV = {"PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME", "TE
 SECRETS = ("HF_TOKEN", "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET")
 MODEL_DIR_HOST = "/it-share/data"  # launch_mi355x-amds.sh@843c6254 MODEL_PATH
 MODE_ORDER = ("prefill", "decode", "agg")
+ABSOLUTE_STANDINS = ("/usr/local/bin/atomesh",)
+# what upstream waits on before it benchmarks through the router
+ROUTER_READY = {"sglang_router": "/readiness", "atomesh": "/v1/models"}
 # The stand-in's network interface (standins/slurm_docker.py): a variable env.sh@843c6254 set
 # from it (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) is detected on the node at launch, with
 # env.sh's own command, in the role's preamble.
@@ -76,18 +79,21 @@ def row_env(key: str, e: dict[str, Any], block: dict[str, Any], row: dict[str, A
         "RANDOM_RANGE_RATIO": "0.8", "EXP_NAME": f"{e['model-prefix']}_{key}",
         "IMAGE": str(e["image"]), "MODEL_PREFIX": str(e["model-prefix"]),
         "MODEL": str(e["model"]), "FRAMEWORK": str(e["framework"]),
-        "PRECISION": str(e["precision"]), "ISL": str(block.get("isl", "")),
-        "OSL": str(block.get("osl", "")), "MAX_MODEL_LEN": "",
+        # run-sweep.yml's multi-node agentic job passes isl/osl '0'
+        "PRECISION": str(e["precision"]), "ISL": str(block.get("isl", "0")),
+        "OSL": str(block.get("osl", "0")), "MAX_MODEL_LEN": "",
         "CONC_LIST": " ".join(str(c) for c in row.get("conc-list") or []),
         "SPEC_DECODING": str(row.get("spec-decoding", "none")), "DISAGG": "true",
         "RUN_EVAL": "false", "EVAL_ONLY": "false", "SWEBENCH_USE_MODAL": "true",
         "REQUIRE_POWER": "0", "SCENARIO_TYPE": "agentic-coding" if agentic else "fixed-seq-len",
         "SCENARIO_SUBDIR": "agentic/" if agentic else "fixed_seq_len/",
         "IS_AGENTIC": "1" if agentic else "0",
-        "CONC": str(max(row.get("conc-list") or [0])) if agentic else "",
-        "DURATION": str(block.get("duration", "")),
+        "CONC": str((row.get("conc-list") or [""])[0]) if agentic else "",
+        # generate_sweep_configs.py's DEFAULT_AGENTIC_DURATION_SECONDS (validation.py@843c6254)
+        "DURATION": "3600" if agentic else "",
         "KV_OFFLOADING": str(row.get("kv-offloading", "none") or "none"),
-        "KV_OFFLOAD_BACKEND": json.dumps(row["kv-offload-backend"])
+        "KV_OFFLOAD_BACKEND": str((row.get("kv-offload-backend") or {}).get("name", "")),
+        "KV_OFFLOAD_BACKEND_METADATA": json.dumps(row["kv-offload-backend"])
         if row.get("kv-offload-backend") else "",
         "KV_P2P_TRANSFER": str(e.get("kv-p2p-transfer", "")),
         "ROUTER_METADATA": json.dumps(e["router"]) if e.get("router") else "",
@@ -107,6 +113,33 @@ def row_env(key: str, e: dict[str, Any], block: dict[str, Any], row: dict[str, A
         k, _, v = s.partition("=")
         env[k] = v
     return env
+
+
+# upstream's matrix generator sizes an agentic row's DRAM KV offload (TOTAL_CPU_DRAM_GB, the
+# workflow's total-cpu-dram-gb input) from the runner's hardware in configs/runners.yaml;
+# it is run from the checkout by an interpreter with its dependencies (pydantic, pyyaml)
+DRAM_GB = """
+import json, sys
+sys.path[:0] = ["utils/matrix_logic", "utils"]
+import generate_sweep_configs as g
+a = json.loads(sys.argv[1])
+print(g.agentic_dram_offload_gb(a["block"], a["row"], a["runner"],
+                                g.load_runner_file("configs/runners.yaml")))
+"""
+
+
+def matrix_dram_gb(checkout: Path, python: str, e: dict[str, Any], block: dict[str, Any],
+                   row: dict[str, Any]) -> str:
+    """utils/matrix_logic/generate_sweep_configs.py@843c6254 agentic_dram_offload_gb."""
+    if row.get("kv-offloading") != "dram":
+        return ""
+    arg = json.dumps({"block": block, "row": row, "runner": e["runner"]})
+    r = subprocess.run([python, "-c", DRAM_GB, arg], cwd=checkout, capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise NotCaptured("upstream's matrix generator could not size the DRAM offload "
+                          f"(TOTAL_CPU_DRAM_GB): {r.stderr.strip().splitlines()[-1:]}")
+    return r.stdout.strip()
 
 
 def build_bindir(bindir: Path) -> None:
@@ -129,6 +162,10 @@ def run_chain(checkout: Path, env: dict[str, str], bound_s: float, bindir: Path
         for f in ("etc/profile", "root/.bash_profile", "etc/bash.bashrc"):
             (upper / f).parent.mkdir(parents=True, exist_ok=True)
             (upper / f).write_text("")
+        # programs the scripts start by absolute path (server_atom.sh: /usr/local/bin/atomesh)
+        for path in ABSOLUTE_STANDINS:
+            (upper / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (upper / path.lstrip("/")).symlink_to(bindir / "_slurm_docker")
         (upper / MODEL_DIR_HOST.lstrip("/") / str(env["MODEL"]).rsplit("/", 1)[-1]).mkdir(
             parents=True)
         run_env = {**env, "PATH": f"{bindir}:/usr/bin:/bin:/usr/sbin:/sbin",
@@ -147,6 +184,25 @@ def _arg(argv: list[str], flag: str) -> str | None:
         if a == flag:
             return argv[i + 1]
     return None
+
+
+def _atom_mode(argv: list[str]) -> str | None:
+    """ATOM's role: its --kv-transfer-config kv_role (server_atom.sh@843c6254)."""
+    try:
+        role = json.loads(_arg(argv, "--kv-transfer-config") or "{}").get("kv_role")
+    except ValueError:
+        return None
+    return {"kv_producer": "prefill", "kv_consumer": "decode"}.get(role)
+
+
+def _node_gpus(rec: dict[str, Any], gpn: int) -> int:
+    """The GPUs a server uses on its node: its tensor-parallel size over its nodes (upstream
+    sets no device list, so a TP4 server on an 8-GPU node takes GPUs 0-3), else the node's."""
+    argv = rec["command"]
+    tp = next((v for f in ("--tp-size", "--tp", "--tensor-parallel-size")
+               if (v := _arg(argv, f)) and v.isdigit()), None)
+    nnodes = int(_arg(argv, "--nnodes") or 1)
+    return min(gpn, int(tp) // nnodes) if tp else gpn
 
 
 def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
@@ -168,7 +224,8 @@ def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
     instances: dict[tuple[str, str], list[dict[str, Any]]] = {}
     model_path = ""
     for r in servers:
-        argv = [Path(r["argv"][0]).name, *r["argv"][1:]]  # the stand-in's path: the program
+        prog = r["argv"][0]  # the stand-in's path on PATH: the program's name
+        argv = [prog if prog in ABSOLUTE_STANDINS else Path(prog).name, *r["argv"][1:]]
         env_set = {k: v for k, v in r["env"].items()
                    if k not in NOT_LAUNCH_ENV and not k.startswith("CAPTURE_")}
         detect = sorted(k for k, v in env_set.items() if NIC in v)
@@ -178,7 +235,7 @@ def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
                "container_image": image, "env_to_unset": [],
                "bash_preamble": " && ".join(f'export {k}="{NIC_DETECT}"' for k in detect)}
         if r["module"] == "sglang.launch_server" or r["module"].startswith("atom."):
-            mode = _arg(argv, "--disaggregation-mode") or _arg(argv, "--kv-role") or "agg"
+            mode = _arg(argv, "--disaggregation-mode") or _atom_mode(argv) or "agg"
             model_path = model_path or (_arg(argv, "--model-path") or _arg(argv, "--model")
                                         or "")
             leader = _arg(argv, "--dist-init-addr") or r["node"]
@@ -196,7 +253,7 @@ def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
         index[mode] += 1
         for x in recs_:
             x["context"] = {"stage": "worker", "mode": mode, "index": i,
-                            "endpoint_nodes": nodes, "gpus": list(range(gpn))}
+                            "endpoint_nodes": nodes, "gpus": list(range(_node_gpus(x, gpn)))}
             records.append(x)
     for x in records:
         for k in SECRETS:
@@ -213,19 +270,22 @@ def amd_deployment(cap: dict[str, Any], source: str) -> dict[str, Any]:
     if leaked:
         raise NotCaptured(f"the capture's stand-in text is left in the launch: {leaked}")
     for role in dep["roles"]:
-        if role["role"] == "frontend":  # sglang's PD router in front of the workers
+        if role["role"] == "frontend":  # the PD router in front of the workers
             role["role"], role["name"] = "router", "router"
-            role["ready"] = "/readiness"  # what server_sglang.sh's health barrier waits on
+            text = " ".join(role["argv"][:3])
+            role["ready"] = next((v for k, v in ROUTER_READY.items() if k in text), "/health")
     return dep
 
 
 def capture_one(checkout: Path, bindir: Path, env: dict[str, str], row: dict[str, Any],
-                source: str, bound_s: float) -> dict[str, Any] | str:
+                source: str, bound_s: float, dram: tuple = ()) -> dict[str, Any] | str:
     """One row's deployment, or why it is not captured."""
     from harness.catalog.multinode_capture import check_pools
 
     out = ""
     try:
+        if dram:
+            env = {**env, "TOTAL_CPU_DRAM_GB": matrix_dram_gb(checkout, *dram)}
         recs, out = run_chain(checkout, env, bound_s, bindir)
         dep = amd_deployment(to_cap(recs, env), source)
         check_pools(dep, row)
@@ -239,7 +299,7 @@ def capture_one(checkout: Path, bindir: Path, env: dict[str, str], row: dict[str
 
 def capture_rows(ix_git: str, commit: str, masters: dict, runners: dict,
                  keys: list[str] | None, bound_s: float = 120.0, jobs: int = 2,
-                 rows: list[int] | None = None
+                 rows: list[int] | None = None, python: str = sys.executable
                  ) -> tuple[dict[tuple[str, int], dict], dict[tuple[str, int], str]]:
     """Every row of every key upstream deploys with its own scripts: its deployment, or why
     it is not captured."""
@@ -266,7 +326,8 @@ def capture_rows(ix_git: str, commit: str, masters: dict, runners: dict,
             for i, (block, row) in enumerate(rows_with_shape(e)):
                 if rows is not None and i not in rows:
                     continue
-                todo.append((key, i, row_env(key, e, block, row, runner_name), row, src))
+                todo.append((key, i, row_env(key, e, block, row, runner_name), row, src,
+                             (python, e, block, row)))
     with tempfile.TemporaryDirectory(prefix="mn-amd-") as tmp:
         checkout = Path(tmp) / "ix"
         checkout.mkdir()
@@ -277,7 +338,7 @@ def capture_rows(ix_git: str, commit: str, masters: dict, runners: dict,
         build_bindir(bindir)
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             got = list(pool.map(lambda t: capture_one(checkout, bindir, t[2], t[3], t[4],
-                                                      bound_s), todo))
+                                                      bound_s, t[5]), todo))
     deps: dict[tuple[str, int], dict[str, Any]] = {}
     missed: dict[tuple[str, int], str] = {}
     for (key, i, *_), res in zip(todo, got, strict=True):

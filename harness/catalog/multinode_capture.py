@@ -240,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         deps, missed = capture_all(a, masters, commit, when, runners)
     if not a.load or a.recapture_upstream_scripts:
         amd_deps, amd_missed = multinode_amd.capture_rows(a.inferencex, commit, masters,
-                                                          runners, a.keys, jobs=a.jobs)
+                                                          runners, a.keys, jobs=a.jobs,
+                                                          python=a.python)
         for k in [*amd_deps, *amd_missed]:
             deps.pop(k, None)
             missed.pop(k, None)

@@ -203,8 +203,8 @@ def main():
         for i in range(8):
             print(f"hca_id:\trdma{i}")
         return 0
-    if name == "mooncake_master":
-        record("server", argv, module="mooncake_master")
+    if name in ("mooncake_master", "atomesh"):
+        record("server", argv, module=name)
         stay_up()
     if name == "curl":
         if "-w" in argv:
