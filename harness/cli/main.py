@@ -310,7 +310,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"harness {argv[0]}: {e}", file=sys.stderr)
         return RESULTS_UNWRITABLE
     except ConfigError as e:
-        print(f"harness: {config_error_line(e)}", file=sys.stderr)
+        print(f"harness: {e}", file=sys.stderr)
         return 2
     except TraceError as e:
         print(f"harness: {e}", file=sys.stderr)
@@ -326,15 +326,6 @@ def _main(argv: list[str] | None) -> int:
         if code is None:
             raise
         return code
-
-
-def config_error_line(e: ConfigError) -> str:
-    """A config error as the one line the README promises: the file (or override), the key,
-    the problem and the fix. (ConfigError's own text is a four-line block.)"""
-    text = str(e)
-    if "\n" not in text:  # a subclass that renders its own line (YamlFileError)
-        return text
-    return f"config error in {e.where}, key {e.key}: {e.problem}; fix: {e.fix}"
 
 
 def _one_line_error(cmd: str, e: Exception) -> int | None:

@@ -18,12 +18,9 @@ class ConfigError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        return (
-            f"config error in {self.where}\n"
-            f"  key:     {self.key}\n"
-            f"  problem: {self.problem}\n"
-            f"  fix:     {self.fix}"
-        )
+        # One line, as the README promises of every error: a log grep or a CI annotation
+        # carries the whole of it.
+        return f"config error in {self.where}, key {self.key}: {self.problem}; fix: {self.fix}"
 
 
 class YamlFileError(ConfigError):

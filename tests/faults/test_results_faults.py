@@ -77,7 +77,7 @@ def test_run_id_must_be_a_plain_name_checked_before_hydra_writes(tmp_path, capsy
         run_id = str(tmp_path / "abs")
     assert cli_main(["sweep", f"results_dir={results}", f"run_id={run_id}"]) == 2
     err = capsys.readouterr().err
-    assert "key:     run_id" in err and f"run_id={run_id}" in err and "fix:" in err
+    assert "key run_id:" in err and f"run_id={run_id}" in err and "fix:" in err
     # nothing written anywhere: not beside results/, not through `latest`, not at /abs
     assert sorted(p.name for p in results.iterdir()) == ["latest", "prev"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["deep"]
@@ -289,7 +289,7 @@ def test_results_dir_a_file_or_read_only_is_a_config_error(tmp_path) -> None:
     e = _config_error([f"++results_dir={f}/sub"])
     assert e.key == "results_dir" and "is a file" in e.problem
     r = harness("sweep", f"results_dir={f}", "run_id=r")  # before Hydra or an engine starts
-    assert r.returncode == 2 and "key:     results_dir" in r.stderr, r.stderr
+    assert r.returncode == 2 and "key results_dir:" in r.stderr, r.stderr
     assert f.read_text() == "x"
 
 
