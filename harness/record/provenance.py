@@ -30,7 +30,11 @@ def git_revision(root: Path) -> str:
         ).stdout.strip()
         return rev + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        # An installed harness (a wheel, no checkout): its package version names what ran.
+        try:
+            return f"installed harness {metadata.version('harness')}"
+        except metadata.PackageNotFoundError:
+            return "unknown"
 
 
 def package_versions() -> dict[str, str]:
