@@ -196,7 +196,7 @@ def test_dashboard_files(tmp_path) -> None:
     pages = list((tmp_path / "d_points").rglob("*.html"))
     assert len(pages) == len(load_flat(info["runs"]))
     assert {p.name for p in (tmp_path / "d_points").iterdir() if p.is_file()} == \
-        {"plotly.min.js", "point.js", "pages.json"}
+        {"plotly.min.js", "dom.js", "point.js", "pages.json"}
     assert out.stat().st_size < 6e6  # plotly.js once in the dashboard, once beside the pages
     assert not Path(tmp_path / "d_points" / "ours" / "a2.html").read_text().count("onerror=\"")
 

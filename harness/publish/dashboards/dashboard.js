@@ -15,23 +15,6 @@ const VIEWS = ["frontier", "compare", "trend", "speculation"];
 const PLOT_CONFIG = {displaylogo: false, responsive: true,
   toImageButtonOptions: {format: "svg", filename: "harness"}};
 
-// A link from data (an ingested row's run_url, a config, a trace) is http(s) or relative, or
-// no link at all: a script URL (or any other scheme) would run or open something on click.
-function safeHref(v) {
-  const s = String(v);
-  return /^https?:\/\//i.test(s) || !/^[^/?#]*:/.test(s);
-}
-
-function el(tag, attrs, text) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if ((k === "href" || k === "src") && !safeHref(v)) continue;
-    e.setAttribute(k, v);
-  }
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
 function uniq(values) { return [...new Set(values)].sort(); }
 
 function select(id, options, value) {

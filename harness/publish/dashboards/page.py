@@ -228,8 +228,9 @@ def _script_json(obj: Any) -> str:
 
 
 def _page_js() -> str:
+    scripts = ("dom.js", "interp.js", "compare.js", "speculation.js", "dashboard.js")
     return "\n".join(resources.files("harness.publish.dashboards").joinpath(f).read_text()
-                     for f in ("interp.js", "compare.js", "speculation.js", "dashboard.js"))
+                     for f in scripts)
 
 
 def _telemetry_note(pts: Sequence[dict[str, Any]]) -> str:

@@ -13,23 +13,6 @@ const CONFIG = {displaylogo: false, responsive: true,
 const TITLE = text => ({text, x: 0.01, xanchor: "left", font: {size: 14}});
 const WARMUP = "rgba(128,128,128,0.15)";
 
-// A link from data (an ingested row's run_url, a config, a trace) is http(s) or relative, or
-// no link at all: a script URL (or any other scheme) would run or open something on click.
-function safeHref(v) {
-  const s = String(v);
-  return /^https?:\/\//i.test(s) || !/^[^/?#]*:/.test(s);
-}
-
-function el(tag, attrs, text) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if ((k === "href" || k === "src") && !safeHref(v)) continue;
-    e.setAttribute(k, v);
-  }
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
 function fmt(v) {
   if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toPrecision(4);
   return String(v);

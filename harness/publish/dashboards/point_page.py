@@ -1,7 +1,7 @@
 """A page per point, in a sibling file set next to the dashboard (docs/dashboards.md):
 
     <stem>_points/plotly.min.js        plotly.js, once
-    <stem>_points/point.js             the page script
+    <stem>_points/point.js             the page script (and dom.js, shared with the dashboard)
     <stem>_points/<run>/<point>.html   one page per point: its data inline, no network
 
 Latency distributions, throughput and in-flight over time, the point's time series, for
@@ -288,6 +288,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 <div class="chart tall" id="timeline"></div>
 <script type="application/json" id="point-data">{_script_json(payload)}</script>
 {'<script src="../plotly.min.js"></script>' if data.get("has_requests") else ""}
+<script src="../dom.js"></script>
 <script src="../point.js"></script>
 </body></html>
 """
@@ -299,7 +300,7 @@ POOL_MIN = 400  # from this many pages to build, every core builds them
 
 def _code_key() -> str:
     files = resources.files("harness.publish.dashboards")
-    text = "".join(files.joinpath(f).read_text() for f in ("point.js", "point_data.py",
+    text = "".join(files.joinpath(f).read_text() for f in ("dom.js", "point.js", "point_data.py",
                                                           "point_page.py"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -335,8 +336,9 @@ def write_point_pages(points: Sequence[dict[str, Any]], out: Path) -> int:
     base = pages_dir(out)
     base.mkdir(parents=True, exist_ok=True)
     atomic_write(base / "plotly.min.js", get_plotlyjs().encode())
-    js = resources.files("harness.publish.dashboards").joinpath("point.js").read_text()
-    atomic_write(base / "point.js", js.encode())
+    for name in ("dom.js", "point.js"):
+        js = resources.files("harness.publish.dashboards").joinpath(name).read_text()
+        atomic_write(base / name, js.encode())
     try:
         index = orjson.loads((base / INDEX).read_bytes())
     except (OSError, orjson.JSONDecodeError):
