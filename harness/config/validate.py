@@ -16,7 +16,11 @@ from harness.config.errors import ConfigError, did_you_mean
 from harness.config.run_id import check_run_location
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
 from harness.config.validate_bench import check_client_choices
-from harness.config.validate_scenario import check_correlation_headers, check_dataset
+from harness.config.validate_scenario import (
+    check_chat_encoder,
+    check_correlation_headers,
+    check_dataset,
+)
 from harness.config.validate_slo import check_slo_settings
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
@@ -280,6 +284,7 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                           f"use one of {model.precisions} or add it to "
                           f"recipes/model/{model.name}.yaml")
     check_slo_settings(sc, where)
+    check_chat_encoder(sc, where)
     check_dataset(sc, where)
     check_correlation_headers(sc, where)
     if sc_.api not in ("completions", "chat"):

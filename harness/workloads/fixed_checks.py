@@ -30,7 +30,7 @@ def check_request_count(sc: SweepConfig, where: Locate) -> None:
 
 
 def check_choices(sc: SweepConfig, where: Locate) -> None:
-    """Prompt sets and chat encoders that exist, in a combination the encoder applies."""
+    """Prompt sets that exist, in a combination the model's chat encoder applies."""
     sc_, model = sc.scenario, sc.model
     for key, value, options in (("scenario.prompts", sc_.prompts, ("inferencex", "filtered")),
                                 ("scenario.warmup_prompts", sc_.warmup_prompts,
@@ -38,11 +38,6 @@ def check_choices(sc: SweepConfig, where: Locate) -> None:
         if value not in options:
             raise ConfigError(where(key), key, f"unknown choice {value!r}",
                               f"use one of {', '.join(options)} (docs/settings.md)")
-    if model.chat_encoder not in ("template", "dsv4"):
-        raise ConfigError(where("model.chat_encoder"), "model.chat_encoder",
-                          f"unknown chat encoder {model.chat_encoder!r}",
-                          "use template (the tokenizer's chat template) or dsv4 (DeepSeek-V4's "
-                          "own encoder, InferenceX's --dsv4)")
     if model.chat_encoder == "dsv4" and sc_.prompts == "filtered":
         raise ConfigError(where("scenario.prompts"), "scenario.prompts",
                           f"{model.name} renders chat turns with DeepSeek-V4's encoder, which "

@@ -53,5 +53,8 @@ def test_dsv4_mtp_recipes_build_their_prompts_with_the_encoder(smollm2_tokenizer
 def test_chat_encoder_choices_are_checked() -> None:
     with pytest.raises(ConfigError, match="unknown chat encoder"):
         compose_sweep(["model.chat_encoder=jinja"])
-    with pytest.raises(ConfigError, match=r"scenario\.prompts"):
-        compose_sweep(["recipe=dsv4-fp8-h200-sglang-mtp", "scenario.prompts=filtered"])
+    from harness.workloads.registry import check_kinds
+
+    with pytest.raises(ConfigError, match=r"scenario\.prompts"):  # the fixed workload's rule
+        check_kinds(compose_sweep(["recipe=dsv4-fp8-h200-sglang-mtp",
+                                   "scenario.prompts=filtered"]), lambda key: "the override")
