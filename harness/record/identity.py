@@ -19,7 +19,7 @@ _digest = digest
 
 _ENGINE_LATER = ("cpu_affinity", "nice", "profile", "reset_cache_before_point", "port_offset",
                  "kv_offload", "helpers", "setup", "metrics_url", "deployment", "slurm",
-                 "launch")
+                 "launch", "files")
 _ENGINE_LATER_DEFAULTS = {k: v for k, v in dataclasses.asdict(EngineConfig(kind="x")).items()
                           if k in _ENGINE_LATER}
 

@@ -75,6 +75,7 @@ VALUES: dict[str, Any] = {
     "slurm": SlurmLaunchConfig(partition="distinct-partition"),
     "launch": Deployment(source="distinct", roles=[RoleLaunch(
         name="frontend", role="frontend", argv=["distinct-frontend"], port=8000)]),
+    "files": {"results/distinct.json": '{{"p": {port+2}}}'},
 }
 # Applied by machinery a launch plan does not show (the session starts helpers and places the
 # port, setup runs in the image, the attach reads metrics_url and picks the deployment's row):
@@ -88,10 +89,12 @@ CHECKED_ELSEWHERE = {
     "deployment": "tests/catalog/test_catalog_multinode.py",
     # a deployment's allocation, placement and steps: the namespace cluster runs them
     "slurm": "tests/engines/test_multinode_launch.py",
-    "launch": "tests/engines/test_multinode_launch.py"}
+    "launch": "tests/engines/test_multinode_launch.py",
+    # written into the launch dir and mounted at its /workspace path
+    "files": "tests/catalog/test_catalog_dry_run.py"}
 _LAUNCHED_CATALOG = {"kv_offload": "applied", "helpers": "applied", "setup": "applied",
                      "port_offset": "applied", "metrics_url": "refused",
-                     "deployment": "refused"}
+                     "deployment": "refused", "files": "applied"}
 
 A, R = "applied", "refused"
 # The audit: engine -> field -> applied or refused (the closing note lists it).
@@ -101,7 +104,7 @@ AUDIT: dict[str, dict[str, str]] = {
                  "startup_timeout_s": A, "threads": A, "cpu_affinity": A, "url": R,
                  "api_key_env": R, "family": R, "python": A, "argv_template": R, "host": A,
                  "extra_options": R, "kv_offload": R, "helpers": R, "setup": R,
-                 "port_offset": R, "metrics_url": R, "deployment": R},
+                 "port_offset": R, "metrics_url": R, "deployment": R, "files": R},
     "vllm": {"kind": A, "version": A, "image": A, "container_runtime": A, "speculators": A,
              "can_inject_acceptance": A, "extra_args": A, "env": A, "startup_timeout_s": A,
              "threads": A, "cpu_affinity": R, "url": R, "api_key_env": R, "family": R,
@@ -133,7 +136,7 @@ for _kind in AUDIT:  # engine.nice: only the embedded llama.cpp shares the clien
 for _kind in AUDIT:  # profiler.support_problem refuses engines without the endpoints
     AUDIT[_kind].update({"profile": A, "reset_cache_before_point": A})
 AUDIT["endpoint"].update({"kv_offload": R, "helpers": R, "setup": R, "port_offset": R,
-                          "metrics_url": A, "deployment": A})
+                          "metrics_url": A, "deployment": A, "files": R})
 # engine=multinode launches a captured deployment: its roles carry their own argv, env and
 # image; the harness applies only how it runs on Slurm (harness/engines/multinode.py)
 AUDIT["multinode"] = {**{name: R for name in AUDIT["endpoint"]},
