@@ -184,7 +184,8 @@ def main(argv: list[str]) -> None:
     composed and checked first (harness.sweep.precheck), so a refusal writes nothing."""
     interrupts.guard_sigterm()  # a SIGTERM must not land in a callback that swallows it
     dry = precheck.DRY_RUN in argv
-    argv = [a for a in argv if a != precheck.DRY_RUN]
+    as_json = dry and precheck.JSON in argv
+    argv = [a for a in argv if a != precheck.DRY_RUN and not (dry and a == precheck.JSON)]
     overrides = precheck.overrides_of(argv)
     if overrides is None:
         if dry:
@@ -202,7 +203,7 @@ def main(argv: list[str]) -> None:
             raise
         if dry:
             try:
-                print(precheck.dry_run(checked), flush=True)
+                print(precheck.dry_run(checked, as_json=as_json), flush=True)
             except EngineConfigError as e:
                 print(f"harness: {e}", file=sys.stderr)
                 raise SystemExit(2) from None

@@ -56,6 +56,17 @@ def test_dry_run_prints_the_launch_with_its_files_and_client(tmp_path: Path) -> 
     assert "    server argv: " + " ".join(ln["argv"]).split(" --attention-config")[0] in text
 
 
+
+@pytest.mark.slow  # one CLI composition of a shipped recipe
+def test_dry_run_json_is_the_machine_form_of_the_same_launches(tmp_path: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "harness.cli.main", "sweep", f"recipe={KEY}",
+                        "row_concurrency=[1]", f"results_dir={tmp_path / 'r'}", "--dry-run",
+                        "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    [ln] = json.loads(p.stdout)["launches"]
+    assert ln["files"][launch_name("results/mooncake_config.json")] == _captured_config(1)
+    assert "--host" in ln["argv"] and not (tmp_path / "r").exists()
+
 def test_the_adapter_writes_and_mounts_the_files_for_its_port() -> None:
     recipe = yaml.safe_load((ROOT / "recipes/recipe" / f"{KEY}.yaml").read_text())
     sc = compose_recipe(recipe, ["row_concurrency=[4]", "concurrency=[4]"])
