@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -52,14 +53,17 @@ def test_the_task_ships_its_data_and_a_floor_above_zero() -> None:
 @contextlib.contextmanager
 def embedded_server(params: dict[str, object]) -> Iterator[str]:
     """The embedded engine's own server process (as the harness launches it), with `params`
-    set on its llama.cpp parameters: the broken engine."""
+    set on its llama.cpp parameters (none: the healthy engine)."""
     port = free_port()
     cfg = {"model_path": str(gguf_path(compose_sweep(["run_id=unit"]).model)),
            "alias": "smollm2-135m", "port": port, "n_parallel": 4, "n_ctx": 2048,
            "host": "127.0.0.1", "params": params}
+    # PASSIVE: the OpenMP threads sleep at barriers instead of spinning, so a test beside
+    # other work does not collapse (recipes/engine/llamacpp.yaml, docs/host.md).
     proc = subprocess.Popen([sys.executable, "-m", "harness.engines.llamacpp_server",
                              json.dumps(cfg)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -84,9 +88,16 @@ def _eval(tmp_path: Path, *overrides: str) -> tuple[int, dict]:
     return rc, json.loads(out.read_text())[0]
 
 
-@pytest.mark.slow  # the embedded engine answers 52 questions (~1 min on 2 busy cores)
+# Both sides on the same server launch, one llama.cpp parameter apart, through the same CLI
+# path (lm-eval, chat completions, greedy). `harness eval eval=capitals` with the engine launched
+# by the harness scored the same 0.788 (docs/evals.md); it is not run here because on a busy
+# 2-core host that launch took ~9 minutes (llama.cpp's spinning threads at nice 10).
+
+
+@pytest.mark.slow  # the embedded engine answers 52 questions (~2 min on 2 busy cores)
 def test_the_default_model_on_the_embedded_engine_passes_the_floor(tmp_path: Path) -> None:
-    rc, r = _eval(tmp_path)  # harness eval launches the engine itself
+    with embedded_server({}) as url:
+        rc, r = _eval(tmp_path, "engine=endpoint", f"engine.url={url}", "eval.concurrency=4")
     assert r["n"] == 52 and r["floor"] > 0.5
     assert rc == 0 and r["passed"] and r["score"] >= r["floor"], r
 
@@ -94,7 +105,7 @@ def test_the_default_model_on_the_embedded_engine_passes_the_floor(tmp_path: Pat
 @pytest.mark.slow
 def test_a_wrong_chat_template_falls_below_the_floor(tmp_path: Path) -> None:
     # Llama-2's [INST] template on a ChatML model: the engine serves, answers every request,
-    # and is wrong. The same eval path as the run's (lm-eval, chat completions, greedy).
+    # and is wrong.
     with embedded_server({"chat_template": "llama2", "use_jinja": False}) as url:
         rc, r = _eval(tmp_path, "engine=endpoint", f"engine.url={url}", "eval.concurrency=4")
     assert r["n"] == 52
