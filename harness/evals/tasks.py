@@ -32,9 +32,10 @@ UPSTREAM = "SemiAnalysisAI/InferenceX@843c6254"
 DEFAULT_FLOORS = {"gsm8k": 0.90, "gpqa_diamond": 0.30, "swebench_lite": 0.50}
 # Ours, not upstream's: `capitals` (harness/evals/capitals.py) has no InferenceX threshold. Its
 # floor is set from repeated runs of SmolLM2-135M on the embedded engine (docs/evals.md): the
-# lowest score (0.788, 41 of 52, every run) less two binomial standard errors (2 x 0.057),
-# rounded down to a multiple of 0.05. A wrong chat template scores 0.
-OWN_FLOORS = {"capitals": 0.65}
+# lowest score (0.750, 39 of 52, on make run's n-gram server; 0.788 without a speculator) less
+# two binomial standard errors (2 x 0.060), rounded down to a multiple of 0.05. A wrong chat
+# template scores 0.
+OWN_FLOORS = {"capitals": 0.60}
 TASKS = ("gsm8k", "gpqa_diamond", "swebench_lite", "capitals")
 GSM8K_FILES = ("test.jsonl", "train.jsonl")  # openai/grade-school-math's JSONL
 GPQA_FILE = "gpqa_diamond.csv"  # Idavidrein/gpqa's CSV
