@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.catalog.port_template import port_sub
+
 RESULTS = "/workspace/results/"
 
 
 def row_files(c: Mapping[str, Any]) -> dict[str, str] | None:
     """The capture's job-written files by path under /workspace, templated; None: none."""
-    from harness.catalog.recipe_writer import _port_sub
-
     port = int((c.get("env_in") or {}).get("PORT", 8888))
     files = (c.get("server") or {}).get("files") or {}
-    out = {path.removeprefix("/workspace/"): _port_sub(str(text), port)
+    out = {path.removeprefix("/workspace/"): port_sub(str(text), port)
            for path, text in sorted(files.items()) if path.startswith(RESULTS)}
     return out or None

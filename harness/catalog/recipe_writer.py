@@ -32,6 +32,7 @@ from harness.catalog.multinode import (
     attach_recipe,
     chip_of,
 )
+from harness.catalog.port_template import PORT_SPAN, escape_braces, port_sub
 from harness.engines.template import max_model_len
 from harness.speculation.drafters import speculator_from_server_argv
 
@@ -48,11 +49,6 @@ PLACEHOLDER_FLAGS = {
     "host": re.compile(r"^--host$"),
 }
 PORT_FLAG = re.compile(r"^-{1,2}[\w-]*port$")
-PORT_SPAN = 20000  # {port+N}: N up to this (upstream: +1 engine, +2000, +10000, +12000)
-
-
-def _esc(s: str) -> str:
-    return s.replace("{", "{{").replace("}", "}}")
 
 
 def weights_of(c: Mapping[str, Any]) -> str:
@@ -76,22 +72,6 @@ def launch_values(c: Mapping[str, Any]) -> dict[str, str]:
             "max_model_len": str(max_model_len(isl, osl)), "host": "0.0.0.0"}
 
 
-def _port_sub(tok: str, port: int) -> str:
-    """':N' (host:port, URLs) and a bare N after a port option as {port} / {port+K}."""
-    def one(n: int) -> str | None:
-        k = n - port
-        return None if not 0 <= k <= PORT_SPAN else "{port}" if k == 0 else f"{{port+{k}}}"
-
-    parts = re.split(r"(?<=:)(\d{2,5})(?!\d)", tok)
-    out = []
-    for i, p in enumerate(parts):
-        if i % 2:  # a number after ':'
-            out.append(one(int(p)) or p)
-        else:
-            out.append(_esc(p))
-    return "".join(out)
-
-
 def templatize(argv: list[str], values: Mapping[str, str], model_paths: set[str]) -> list[str]:
     """argv with placeholders where the harness would render the same text."""
     port = int(values["port"])
@@ -113,9 +93,9 @@ def templatize(argv: list[str], values: Mapping[str, str], model_paths: set[str]
                     sub = "{" + ph + "}"
                     break
         if sub is not None:
-            out.append(f"{_esc(flag)}={sub}" if eq else sub)
+            out.append(f"{escape_braces(flag)}={sub}" if eq else sub)
         else:
-            out.append(_port_sub(tok, port))
+            out.append(port_sub(tok, port))
         prev = tok
     return out
 
@@ -166,7 +146,7 @@ def _files(c: Mapping[str, Any], tpl: list[str], engine: str
     files = (c.get("server") or {}).get("files") or {}
     opts = None
     for path, text in files.items():
-        names = {_esc(path), _esc(path.removeprefix("/workspace/"))}
+        names = {escape_braces(path), escape_braces(path.removeprefix("/workspace/"))}
         hits = [i for i, t in enumerate(tpl) if t in names or t.partition("=")[2] in names]
         if engine != "trtllm" or not hits or not path.endswith((".yml", ".yaml")):
             continue

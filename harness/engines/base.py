@@ -302,9 +302,13 @@ class EngineAdapter(ABC):
         """Run the plan inside engine.image when one is set (docker; under Slurm the job's
         srun --container-image does it instead, see harness.distributed). The recipe's setup
         steps run first in the same container (harness/engines/setup_steps.py)."""
-        from harness.engines.workspace import with_files
+        from harness.engines.workspace import rendered_files
 
-        plan = with_files(self, plan)  # engine.files, written and mounted at /workspace
+        # engine.files, written and mounted at /workspace: the server's container only (a
+        # helper's plan carries its own ready paths)
+        if self.sc.engine.files and plan.ready_paths == LaunchPlan.ready_paths:
+            files = {**plan.files, **rendered_files(self, plan.port)}
+            plan = dataclasses.replace(plan, files=files)
         image = self.sc.engine.image
         if not image:
             return plan

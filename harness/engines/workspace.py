@@ -108,18 +108,6 @@ def rendered_files(adapter: Any, port: int) -> dict[str, str]:
             for rel, text in sorted(sc.engine.files.items())}
 
 
-def with_files(adapter: Any, plan: Any) -> Any:
-    """The engine's plan with engine.files added (a helper's plan, whose ready paths are its
-    own, is left as it is: the files belong to the server's container)."""
-    from dataclasses import replace
-
-    from harness.engines.base import LaunchPlan
-
-    if not adapter.sc.engine.files or plan.ready_paths != LaunchPlan.ready_paths:
-        return plan
-    return replace(plan, files={**plan.files, **rendered_files(adapter, plan.port)})
-
-
 def file_mounts(files: Mapping[str, str] | None, launch_dir: str) -> list[tuple[str, str]]:
     """(launch-dir path, container path) of each engine.files file in a plan's files."""
     return [(f"{launch_dir}/{name}", f"{WORKSPACE}/{name[len(FILE_PREFIX):].replace('--', '/')}")

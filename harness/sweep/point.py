@@ -167,16 +167,12 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
                        identity.conc, decode)
     health = meas.measured.health.fields()
     plan = ctx.adapter.acceptance
-    realised, expected = eng.get("spec_realised_al"), eng.get("spec_expected_al")
-    if plan.mode == "injected" and plan.length and realised is not None:
-        eng["spec_al_error"] = realised / (expected or plan.length) - 1.0
+    realised, expected = _with_al_error(plan, eng)
     observed: Mapping[str, Any] = {**m, **facts}
     pwr = power_facts(power, m)
     hf = dict(host_figures or {})  # harness.telemetry.host.point_figures
-    bench, marks = bench_rules(hf, m, ctx.sc.scenario.kind, ctx.validity,
-                               records=meas.measured.records,
-                               speculative=ctx.sc.speculator.method != "none",
-                               window_start=meas.measured.start_ts)
+    bench, marks = bench_rules(hf, m, ctx.sc.scenario.kind, ctx.validity, meas.measured.records,
+                               ctx.sc.speculator.method != "none", meas.measured.start_ts)
     verdict = judge(
         bench,
         engine_rules(engine.alive, engine.hung, engine.failure),
@@ -211,6 +207,15 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
                                              ctx.sc.speculator.draft_model),
                 "spec_draft_model": ctx.sc.speculator.draft_model},
     )
+
+
+def _with_al_error(plan: Any, eng: dict[str, Any]) -> tuple[Any, Any]:
+    """The realised and expected AL; an injected point also gets how far the engine realised
+    it from what was asked (`spec_al_error`)."""
+    realised, expected = eng.get("spec_realised_al"), eng.get("spec_expected_al")
+    if plan.mode == "injected" and plan.length and realised is not None:
+        eng["spec_al_error"] = realised / (expected or plan.length) - 1.0
+    return realised, expected
 
 
 def slo_of(sc: SweepConfig) -> Slo:
