@@ -31,10 +31,11 @@ RUN_ID := $(shell date +%Y%m%d-%H%M%S)
 # tooltip; then the dashboard, and last the speedup of each speculative series over plain
 # (`harness speculation`: equal-concurrency ratios, crossover load, step cost; the dashboard's
 # speculation view shows the same). The n-gram job ends with its correctness stage (docs/evals.md):
-# the lossless check against a launch without the speculator, and GSM8K on the shipped slice.
+# the lossless check against a launch without the speculator, and the capitals eval (52 shipped
+# questions, floor 0.60, docs/evals.md).
 run: $(STAMP)
 	$(BIN)/harness sweep run_id=$(RUN_ID)
-	$(BIN)/harness sweep speculator=ngram 'concurrency=[1,2,4]' eval=gsm8k-slice run_id=$(RUN_ID)
+	$(BIN)/harness sweep speculator=ngram 'concurrency=[1,2,4]' eval=capitals run_id=$(RUN_ID)
 	$(BIN)/harness sweep scenarios=agentic-weka-cpu-decode 'concurrency=[1,2]' run_id=$(RUN_ID)
 	$(BIN)/harness sweep -m scenarios=agentic-weka-cpu-decode speculator=self_draft \
 		speculator.acceptance.length=1.4,1.8 'concurrency=[1]' run_id=$(RUN_ID)
