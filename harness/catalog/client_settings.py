@@ -81,8 +81,8 @@ def benchmark_serving(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
     return s, unhonoured
 
 
-# AIPerf's switches of the headers it derives from X-Correlation-ID (harness.config.kinds
-# CORRELATION_HEADERS cites them), and the strings pydantic reads as a true bool.
+# AIPerf's switches of the headers it derives from X-Correlation-ID (harness.config.
+# validate_scenario CORRELATION_HEADERS cites them), and the strings pydantic reads as true.
 AIPERF_CORRELATION_ENV = {"AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID": "X-Session-ID",
                           "AIPERF_HTTP_X_SMG_ROUTING_KEY_FROM_CORRELATION_ID":
                               "X-SMG-Routing-Key",

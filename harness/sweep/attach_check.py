@@ -34,6 +34,7 @@ from harness.config.schema import EngineConfig, SweepConfig
 from harness.config.validate import Locator, check_combinations, check_ranges
 from harness.record.results import RunDir
 from harness.speculation import acceptance
+from harness.workloads.registry import check_kinds
 
 AGENTIC_SHORT = "agentic-weka-cpu"  # scenarios/agentic-weka-cpu.yaml: traces in the repo
 AGENTIC_S = 10.0
@@ -158,6 +159,7 @@ def attach_config(p: KeyPoint, url: str, metrics_url: str | None, short: Short,
     where = Locator({}, [f"recipe={p.key}"])
     check_ranges(out, where)
     check_combinations(out, where)
+    check_kinds(out, where)
     return out
 
 

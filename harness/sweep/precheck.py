@@ -20,6 +20,7 @@ from harness.config.errors import ConfigError
 from harness.config.locations import repo_root
 from harness.config.schema import SweepConfig
 from harness.config.validate import Locator, to_sweep_config
+from harness.workloads.registry import check_kinds, workload_class
 
 DRY_RUN = "--dry-run"
 JSON = "--json"  # with --dry-run: the launches as JSON (catalog show --json's form)
@@ -117,7 +118,9 @@ def check(overrides: list[str]) -> Checked:
     finally:
         GlobalHydra.instance().clear()
     where = Locator(choices, [o for o in overrides if not o.lstrip("+~").startswith("hydra")])
-    return Checked(to_sweep_config(cfg, where), where)
+    sc = to_sweep_config(cfg, where)
+    check_kinds(sc, where)  # the engine's and the workload's own rules
+    return Checked(sc, where)
 
 
 def dry_run(checked: Checked, as_json: bool = False) -> str:
@@ -144,9 +147,9 @@ def dry_run(checked: Checked, as_json: bool = False) -> str:
         acceptance.resolve(launch.sc, bool(sc.engine.can_inject_acceptance),
                            where("speculator.acceptance.mode"))
         adapter_class(launch.sc.engine.kind).check(launch.sc, where)
-        if launch.sc.engine.kind != "endpoint":
+        if adapter_class(launch.sc.engine.kind).reads_workspace:
             check_workspace(launch.sc, where)
-        points += len(launch.sc.concurrency)
+        points += len(workload_class(launch.sc.scenario.kind).load_axis(launch.sc))
     rendered = render_launches(sc, port=UPSTREAM_PORT, host=None)
     summary = (f"dry run: the config composes and validates ({len(runs)} engine launches, "
                f"{points} points); nothing was started or written")

@@ -14,6 +14,7 @@ from harness.config.validate import check_combinations
 from harness.engines.registry import make_adapter
 from harness.speculation.acceptance import resolve
 from harness.speculation.drafters import speculator_from_server_argv
+from harness.workloads.registry import check_kinds
 
 K3 = ["model=kimi-k3", "chip=b300", "speculator=dspark", "scenarios=agentic-weka",
       "thinking=true", "topology.tp=8"]
@@ -79,11 +80,12 @@ def test_probabilistic_drafts_on_an_engine_without_the_knob_need_an_injected_poi
     base = [f"engine={engine}", "model=glm-5.2", "speculator=mtp",
             "speculator.sample_method=probabilistic"]
     with pytest.raises(ConfigError) as ei:
-        compose_sweep([*base, "scenarios=fixed-1k1k"])
+        check_kinds(compose_sweep([*base, "scenarios=fixed-1k1k"]), lambda key: "w")
     assert ei.value.key == "speculator.sample_method" and "drafts greedily" in ei.value.problem
     # an injected point borrows the curve; the engine's forced acceptance replaces verification
     sc = compose_sweep([*base, "scenarios=agentic-weka", "thinking=true", "chip=b300"])
     check_combinations(sc, lambda key: "w")
+    check_kinds(sc, lambda key: "w")
     with pytest.raises(ConfigError, match="unknown sample method 'beam'"):
         compose_sweep(["engine=vllm", "model=glm-5.2", "speculator=mtp",
                        "speculator.sample_method=beam"])
