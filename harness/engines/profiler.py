@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.client.plain_http import open_no_redirect
+
 
 @dataclass(frozen=True, slots=True)
 class ProfilerEndpoints:
@@ -98,14 +100,10 @@ def launch_env(sc: Any, trace_dir: Path) -> dict[str, str]:
 
 def _post(base_url: str, path: str, headers: dict[str, str], body: Any = None,
           timeout: float = 600.0) -> str:
-    class _NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
     data = json.dumps(body).encode() if body is not None else b""
     hdrs = {**headers, "Content-Type": "application/json"}
     req = urllib.request.Request(base_url + path, data=data, headers=hdrs, method="POST")
-    with urllib.request.build_opener(_NoRedirect).open(req, timeout=timeout) as r:
+    with open_no_redirect(req, timeout=timeout) as r:
         return r.read(65536).decode(errors="replace")
 
 

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.client.plain_http import open_no_redirect
+
 END = "<end>"  # the category of a position past a continuation's end
 
 
@@ -287,7 +289,7 @@ def _post(url: str, body: dict[str, Any], headers: dict[str, str],
           timeout_s: float) -> dict[str, Any]:
     req = urllib.request.Request(url, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json", **headers})
-    with urllib.request.urlopen(req, timeout=timeout_s) as r:
+    with open_no_redirect(req, timeout=timeout_s) as r:  # the API key stays with the server
         return json.loads(r.read())
 
 

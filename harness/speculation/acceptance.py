@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config.errors import ConfigError
+from harness.config.locations import repo_root
 from harness.config.schema import SweepConfig
 from harness.config.validate import SAMPLE_METHODS
 
-TABLE_DIR = Path(__file__).resolve().parents[2] / "recipes" / "acceptance"
+TABLE_DIR = repo_root() / "recipes" / "acceptance"  # the checkout, or an installed copy
 COLUMNS = ("model", "speculator", "k", "thinking", "al", "precision", "draft", "sample_method",
            "dataset", "sampling", "engine", "source", "source_kind", "notes", "measured_on")
 # A row's sample_method is one of the setting's choices (SAMPLE_METHODS); none stated is greedy.
