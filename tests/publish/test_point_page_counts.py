@@ -76,3 +76,28 @@ def test_the_page_says_what_each_al_counts_and_where_the_engine_was_not_steady(
     assert ("Over the measured window (14.3 s) the client received 640 output tokens "
             "(44.8 tok/s) and the server's counter rose by 640 (44.8 tok/s).") in text
     assert "llama.cpp adds a request's tokens to its counter when the request finishes" in text
+
+
+def test_the_unsteady_spans_are_shaded_on_the_charts_over_time(browser, tmp_path: Path) -> None:
+    run = RunDir.open(tmp_path, "ours")
+    recs = _slowed(records(14, np.random.default_rng(3), agentic=False))
+    rules, facts = bench_rules({}, {"num_completed": 12}, "fixed", ValiditySettings(),
+                               [r for r in recs if r.phase == PHASE_MEASURED])
+    p = base_point("c2-plain", "fixed", 2, 900.0, 50.0, valid=False, schema_version=2,
+                   validity=[{"name": r.name, "ok": r.ok, "observed": r.observed,
+                              "bound": r.bound, "message": r.message, "remedy": r.remedy,
+                              "fatal": r.fatal} for r in rules], **facts)
+    run.write_requests(p["point_id"], recs)
+    run.append_point(p)
+    out = tmp_path / "d.html"
+    assert main(["dashboard", str(run.root), "--out", str(out)]) == 0
+    pg = browser.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto((tmp_path / "d_points" / "ours" / "c2-plain.html").as_uri())
+    pg.wait_for_function("document.getElementById('over-time').layout !== undefined")
+    spans = pg.evaluate("""() => document.getElementById('over-time').layout.shapes
+        .filter(s => s.fillcolor === 'rgba(214,39,40,0.12)').map(s => [s.x0, s.x1])""")
+    pg.close()
+    assert errors == []
+    assert sorted(spans) == sorted([s["from_s"], s["to_s"]] for s in facts["decode_slowest"])

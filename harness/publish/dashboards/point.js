@@ -86,6 +86,15 @@ function warmupShape(x1) {
     fillcolor: WARMUP, line: {width: 0}, layer: "below"};
 }
 
+// Where the engine was not steady (harness/record/steadiness.py: the slowest tenth's decode
+// spans), shaded on every chart over time.
+const UNSTEADY = "rgba(214,39,40,0.12)";
+function markShapes(x1) {
+  return [warmupShape(x1), ...(P.steady_marks || []).map(m => ({type: "rect", xref: "x",
+    yref: "paper", x0: m.from_s, x1: m.to_s, y0: 0, y1: 1, fillcolor: UNSTEADY,
+    line: {width: 0}, layer: "below"}))];
+}
+
 function t0Min() {
   const t = D.over_time.t;
   return t.length ? t[0] : 0;
@@ -124,7 +133,7 @@ function overTime() {
       // its own ticks (whole requests), not ones synced to the left axis' grid (0.86, 1.73)
       yaxis2: {overlaying: "y", side: "right", title: {text: "requests in flight"},
                tickmode: "auto", rangemode: "tozero", tickformat: "d", showgrid: false},
-      shapes: [warmupShape(t0Min())], margin: {t: 20, r: 60, b: 50, l: 60}}, CONFIG);
+      shapes: markShapes(t0Min()), margin: {t: 20, r: 60, b: 50, l: 60}}, CONFIG);
 }
 
 function series() {
@@ -146,7 +155,7 @@ function series() {
     Plotly.newPlot(div, traces, {title: TITLE(f.title),
       xaxis: {title: {text: "s since measured start (shaded: warmup)"}},
       yaxis: {title: {text: f.unit}},
-      shapes: [warmupShape(t0Min())], legend: {orientation: "h", y: -0.3},
+      shapes: markShapes(t0Min()), legend: {orientation: "h", y: -0.3},
       margin: {t: 40, r: 20, b: 60, l: 60}}, CONFIG);
   }
 }
