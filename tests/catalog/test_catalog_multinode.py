@@ -74,7 +74,7 @@ def _compose(key: str, deployment: str | None):
     name = model["defaults"][0]["override /model"]
     if not (ROOT / f"recipes/model/{name}.yaml").exists():
         pytest.skip(f"recipes/model/{name}.yaml not shipped yet (the models branch adds it)")
-    ov = [f"recipe=multinode/{key}", "engine.url=http://127.0.0.1:9"]
+    ov = [f"recipe=multinode/{key}", "engine=endpoint", "engine.url=http://127.0.0.1:9"]
     return compose_sweep(ov + ([f"engine.deployment={deployment}"] if deployment else []))
 
 

@@ -45,29 +45,45 @@ def _dry_runs(calls: list[tuple[str, list[str]]], results: Path) -> dict[str, li
     return json.loads(r.stdout.splitlines()[-1])
 
 
+def _rows(name: str) -> list[dict]:
+    return yaml.safe_load((RECIPES / f"{name}.yaml").read_text())["search_space"]
+
+
+def _launches(name: str) -> bool:
+    """A multi-node recipe with a captured row launches on Slurm by default (its engine is
+    multinode, docs/multinode.md); one without is attached to."""
+    return name.startswith("multinode/") and any(r.get("deployment") for r in _rows(name))
+
+
 def _attach_args(name: str) -> list[str]:
-    """A multi-node recipe attaches to a deployment: a URL and which row runs behind it (the
-    usage each recipe's header gives)."""
+    """A multi-node recipe attaches to a deployment: the endpoint engine, a URL and which row
+    runs behind it (the attach usage each recipe's header gives)."""
     if not name.startswith("multinode/"):
         return []
-    rows = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())["search_space"]
-    return ["engine.url=http://127.0.0.1:9", f"engine.deployment={rows[0]['deploy_recipe']}"]
+    return ["engine=endpoint", "engine.url=http://127.0.0.1:9",
+            f"engine.deployment={_rows(name)[0]['deploy_recipe']}"]
 
 
 def _selection_args(name: str) -> list[str]:
-    """A multi-node recipe whose rows carry their captured launch runs it (engine=multinode,
-    docs/multinode.md); one without is attached to."""
+    """The recipe's own default: nothing for a recipe whose rows all carry their launch, the
+    first captured row where only some do (the others refuse, test below), else attach."""
     if not name.startswith("multinode/"):
         return []
-    rows = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())["search_space"]
-    if rows[0].get("launch"):
-        return ["engine=multinode", f"engine.deployment={rows[0]['deploy_recipe']}"]
-    return _attach_args(name)
+    rows = _rows(name)
+    if not _launches(name):
+        return _attach_args(name)
+    if all(r.get("deployment") for r in rows):
+        return []
+    return [f"engine.deployment={next(r for r in rows if r.get('deployment'))['deploy_recipe']}"]
 
 
 def _agentic_attach(name: str) -> bool:
+    """An agentic multi-node recipe whose speculator needs an injected acceptance length, which
+    neither the endpoint engine (attach) nor a captured launch (upstream's own worker flags)
+    can force."""
     text = (RECIPES / f"{name}.yaml").read_text()
-    return name.startswith("multinode/") and "override /scenarios: agentic" in text
+    return (name.startswith("multinode/") and "override /scenarios: agentic" in text
+            and "override /speculator: mtp" in text)
 
 
 @pytest.fixture(scope="module")
@@ -102,12 +118,42 @@ def test_every_shipped_recipe_composes_and_validates_through_the_cli(every_dry_r
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "36 of the 38 agentic multi-node recipes are refused when attached as documented: the "
-    "endpoint engine cannot inject the acceptance length their speculator asks for, and two "
-    "ask for a kv_offload the endpoint cannot apply (harness/catalog/multinode.py writes them)"))
+    "the agentic multi-node recipes with an MTP speculator are refused, launched or attached: "
+    "neither engine=multinode nor the endpoint engine can inject the acceptance length the "
+    "agentic scenario asks for (harness/catalog/multinode.py writes them)"))
 def test_agentic_multinode_recipes_attach(every_dry_run) -> None:
     got, _ = every_dry_run
     assert not _failures(got, [n for n in ALL_NAMES if _agentic_attach(n)])
+
+
+def test_multinode_recipes_launch_on_slurm_by_default() -> None:
+    """Every multi-node recipe with a captured row names engine=multinode, the others the
+    endpoint engine; their headers give both usages (launch and attach)."""
+    multi = [n for n in ALL_NAMES if n.startswith("multinode/")]
+    launching = [n for n in multi if _launches(n)]
+    assert len(launching) >= 70
+    for n in multi:
+        text = (RECIPES / f"{n}.yaml").read_text()
+        engine = "multinode" if n in launching else "endpoint"
+        assert f"override /engine: {engine}" in text, n
+        assert "engine=endpoint engine.url=http://HOST:PORT" in text, n
+        for r in _rows(n):
+            assert bool(r.get("deployment")) != bool(r.get("not_captured")), (n, r)
+
+
+def test_a_row_without_a_captured_launch_is_refused_by_name(tmp_path) -> None:
+    """The default engine on a row the importer could not capture: one error naming the row
+    and the way to attach, before anything starts; the row says why it is not captured."""
+    name = next(n for n in ALL_NAMES if n.startswith("multinode/") and _launches(n)
+                and not all(r.get("deployment") for r in _rows(n)))
+    i, row = next((i, r) for i, r in enumerate(_rows(name)) if not r.get("deployment"))
+    r = harness("sweep", f"recipe={name}", f"engine.deployment={row['deploy_recipe']}",
+                f"results_dir={tmp_path}", "--dry-run", timeout=120)
+    assert r.returncode == 2, r.stdout
+    assert f"row {i} ({row['deploy_recipe']}) has no captured launch" in r.stderr
+    assert "engine=endpoint engine.url=" in r.stderr
+    assert "Traceback" not in r.stderr and list(tmp_path.iterdir()) == []
+    assert row["not_captured"] and "not captured yet" not in row["not_captured"]
 
 
 def test_a_multinode_recipe_by_its_catalog_name_as_a_subprocess(tmp_path) -> None:
