@@ -27,8 +27,9 @@ def write(path: Path, masters: dict[str, dict[str, Any]], commit: str,
         f"From SemiAnalysisAI/InferenceX@{commit} (configs/nvidia-master.yaml, "
         "configs/amd-master.yaml) and NVIDIA/srt-slurm at each launcher's checkout, by "
         "`python -m harness.catalog.multinode_capture` (docs/multinode.md, \"Multi-node keys: "
-        "what is captured\"). A captured row has a `deployment:` block; the others keep only "
-        "their pools and `deploy_recipe`.",
+        "what is captured\"). A captured row has a `deployment:` block and launches on Slurm "
+        "(the recipe's engine is then multinode); the others keep their pools and "
+        "`deploy_recipe`, and their `not_captured` gives the reason below.",
         "",
     ]
     if restricted:
