@@ -94,7 +94,7 @@ def every_dry_run(tmp_path_factory) -> tuple[dict[str, list], Path]:
     got = _dry_runs([(n, _selection_args(n)) for n in ALL_NAMES], results)
     # A recipe whose server reads upstream's checkout is refused without one (its own
     # message); with a directory given it must pass like the rest.
-    needs_ws = [n for n, (rc, err) in got.items() if rc == 2 and "key:     engine.workspace" in err]
+    needs_ws = [n for n, (rc, err) in got.items() if rc == 2 and "key engine.workspace:" in err]
     if needs_ws:
         ws = tmp / "InferenceX"
         ws.mkdir()
