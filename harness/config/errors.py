@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 class ConfigError(Exception):
@@ -16,6 +16,12 @@ class ConfigError(Exception):
     def __init__(self, where: str, key: str, problem: str, fix: str) -> None:
         self.where, self.key, self.problem, self.fix = where, key, problem, fix
         super().__init__(str(self))
+
+    @classmethod
+    def at(cls, where: Callable[[str], str], key: str, problem: str, fix: str) -> ConfigError:
+        """The error for `key`, located by `where` (the file or override it came from): the
+        key is named once."""
+        return cls(where(key), key, problem, fix)
 
     def __str__(self) -> str:
         # One line, as the README promises of every error: a log grep or a CI annotation

@@ -48,11 +48,11 @@ def check_run_location(results_dir: str, run_id: str, where: Callable[[str], str
     """run_id names one directory inside results_dir, and results_dir must be writable."""
     problem = run_id_problem(run_id)
     if problem:
-        raise ConfigError(where("run_id"), "run_id", problem,
-                          "give a plain name, e.g. run_id=20261201-093000 (it names "
-                          f"{results_dir}/<run_id>/), or leave run_id out for a timestamp")
+        raise ConfigError.at(where, "run_id", problem,
+                             "give a plain name, e.g. run_id=20261201-093000 (it names "
+                             f"{results_dir}/<run_id>/), or leave run_id out for a timestamp")
     problem = results_dir_problem(results_dir, run_id)
     if problem:
-        raise ConfigError(where("results_dir"), "results_dir", problem,
-                          "point results_dir at a writable directory (e.g. results_dir=results)"
-                          " or free/remount the one given")
+        raise ConfigError.at(where, "results_dir", problem,
+                             "point results_dir at a writable directory (e.g. results_dir=results)"
+                             " or free/remount the one given")

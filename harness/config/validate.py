@@ -95,25 +95,24 @@ def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
         names = _field_names(schema) if schema else []
         hint = did_you_mean(bad, names)
         node = parent or "the sweep"
-        raise ConfigError(
-            where(full), full, f"'{bad}' is not a setting of {node}",
+        raise ConfigError.at(where, full, f"'{bad}' is not a setting of {node}",
             f"remove or rename it{'; ' + hint if hint else ''}"
             + (f" (valid keys: {', '.join(names)})" if names else ""),
         ) from None
     except ValidationError as e:
         full = str(e.full_key)
         if "is not a ListConfig" in e.msg:  # `concurrency=0`: OmegaConf names its node types
-            raise ConfigError(where(full), full, "a list is expected, got a single value",
-                              f"write it in brackets: {full}=[1,2,4] ({_type_fix(full)})"
-                              ) from None
-        raise ConfigError(where(full), full, e.msg.split("\n")[0], _type_fix(full)) from None
+            raise ConfigError.at(where, full, "a list is expected, got a single value",
+                                 f"write it in brackets: {full}=[1,2,4] ({_type_fix(full)})"
+                                 ) from None
+        raise ConfigError.at(where, full, e.msg.split("\n")[0], _type_fix(full)) from None
     missing = sorted(OmegaConf.missing_keys(merged))
     if missing:
         key = missing[0]
         group = GROUP_OF_NODE.get(key)
         fix = (f"choose one with {group}=<name> or add it to the defaults list of "
                f"{PRIMARY_CONFIG}" if group else f"set {key} in {where(key)}")
-        raise ConfigError(where(key), key, "required value is missing", fix)
+        raise ConfigError.at(where, key, "required value is missing", fix)
     sc = OmegaConf.to_object(merged)
     assert isinstance(sc, SweepConfig)
     check_run_location(sc.results_dir, sc.run_id, where)
@@ -126,9 +125,9 @@ def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
 
         launches(sc, check=lambda one: check_combinations(one, where))
     elif sc.row_concurrency:
-        raise ConfigError(where("row_concurrency"), "row_concurrency",
-                          "this recipe has no search-space rows to pick concurrencies from",
-                          "set the load levels with concurrency=[...] instead")
+        raise ConfigError.at(where, "row_concurrency",
+                             "this recipe has no search-space rows to pick concurrencies from",
+                             "set the load levels with concurrency=[...] instead")
     else:
         check_combinations(sc, where)
     return sc
@@ -253,10 +252,10 @@ def check_ranges(sc: SweepConfig, where: Locator) -> None:
             continue
         problem = _range_problem(float(v), lo, hi, lo_open, key in _INFINITE_OK)
         if problem:
-            raise ConfigError(where(key), key, problem, fix)
+            raise ConfigError.at(where, key, problem, fix)
     if sc.speculator.ngram_max < sc.speculator.ngram_min:
-        raise ConfigError(where("speculator.ngram_max"), "speculator.ngram_max",
-                          "ngram_max is below ngram_min", "set ngram_max >= ngram_min")
+        raise ConfigError.at(where, "speculator.ngram_max",
+                             "ngram_max is below ngram_min", "set ngram_max >= ngram_min")
     check_concurrency(sc, where)
 
 
@@ -265,13 +264,13 @@ def check_concurrency(sc: SweepConfig, where: Locator) -> None:
     two points one id (the second overwriting the first's requests)."""
     conc, key = sc.concurrency, "concurrency"
     if not conc or any(c < 1 or c > MAX_CONCURRENCY for c in conc):
-        raise ConfigError(where(key), key,
-                          f"concurrency must be a non-empty list of integers in "
-                          f"[1, {MAX_CONCURRENCY}], got {conc}", "e.g. concurrency=[1,2,4,8]")
+        raise ConfigError.at(where, key,
+                             f"concurrency must be a non-empty list of integers in "
+                             f"[1, {MAX_CONCURRENCY}], got {conc}", "e.g. concurrency=[1,2,4,8]")
     dups = sorted({c for c in conc if conc.count(c) > 1})
     if dups:
-        raise ConfigError(where(key), key, f"concurrency {dups} listed more than once",
-                          "list each load level once; use repeats=N to measure one again")
+        raise ConfigError.at(where, key, f"concurrency {dups} listed more than once",
+                             "list each load level once; use repeats=N to measure one again")
 
 
 def check_combinations(sc: SweepConfig, where: Locator) -> None:
@@ -279,17 +278,17 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
     sc_, model = sc.scenario, sc.model
     precision = sc.precision or model.default_precision
     if model.precisions and precision not in model.precisions:
-        raise ConfigError(where("precision"), "precision",
-                          f"{model.name} has no {precision!r} weights in its recipe",
-                          f"use one of {model.precisions} or add it to "
-                          f"recipes/model/{model.name}.yaml")
+        raise ConfigError.at(where, "precision",
+                             f"{model.name} has no {precision!r} weights in its recipe",
+                             f"use one of {model.precisions} or add it to "
+                             f"recipes/model/{model.name}.yaml")
     check_slo_settings(sc, where)
     check_chat_encoder(sc, where)
     check_dataset(sc, where)
     check_correlation_headers(sc, where)
     if sc_.api not in ("completions", "chat"):
-        raise ConfigError(where("scenario.api"), "scenario.api", f"unknown api {sc_.api!r}",
-                          "use completions or chat")
+        raise ConfigError.at(where, "scenario.api", f"unknown api {sc_.api!r}",
+                             "use completions or chat")
     check_client_choices(sc, where)
     check_speculator(sc, where)
     check_correctness(sc, where)
@@ -297,8 +296,8 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
     for name in ("tp", "ep", "pp"):
         if getattr(topo, name) < 1:
             key = f"topology.{name}"
-            raise ConfigError(where(key), key, f"{name} must be >= 1, got "
-                              f"{getattr(topo, name)}", f"e.g. {key}=1 (tp=8: eight GPUs)")
+            raise ConfigError.at(where, key, f"{name} must be >= 1, got "
+                                 f"{getattr(topo, name)}", f"e.g. {key}=1 (tp=8: eight GPUs)")
     from harness.config.validate_catalog import check_catalog
 
     check_catalog(sc, where)
@@ -312,21 +311,21 @@ def check_correctness(sc: SweepConfig, where: Locator) -> None:
     that are shares, temperatures that are not negative."""
     for task in sc.eval.tasks:
         if task not in EVAL_TASKS:
-            raise ConfigError(where("eval.tasks"), "eval.tasks", f"unknown eval task {task!r}",
-                              f"use one of {EVAL_TASKS} (recipes/eval/)")
+            raise ConfigError.at(where, "eval.tasks", f"unknown eval task {task!r}",
+                                 f"use one of {EVAL_TASKS} (recipes/eval/)")
     for task, floor in sc.model.eval_floors.items():
         if task not in EVAL_TASKS or not 0.0 <= float(floor) <= 1.0:
-            raise ConfigError(where("model.eval_floors"), "model.eval_floors",
-                              f"{task}: {floor} is not a floor of a known task",
-                              f"tasks {EVAL_TASKS}, floors in [0, 1]")
+            raise ConfigError.at(where, "model.eval_floors",
+                                 f"{task}: {floor} is not a floor of a known task",
+                                 f"tasks {EVAL_TASKS}, floors in [0, 1]")
     if sc.lossless.mode not in ("auto", "on", "off"):
-        raise ConfigError(where("lossless.mode"), "lossless.mode",
-                          f"unknown mode {sc.lossless.mode!r}", "use auto, on or off")
+        raise ConfigError.at(where, "lossless.mode",
+                             f"unknown mode {sc.lossless.mode!r}", "use auto, on or off")
     if not sc.lossless.temperatures or any(not 0.0 <= t <= 2.0
                                            for t in sc.lossless.temperatures):
-        raise ConfigError(where("lossless.temperatures"), "lossless.temperatures",
-                          f"{sc.lossless.temperatures} is not a list of temperatures in [0, 2]",
-                          "e.g. lossless.temperatures=[0.0,0.7]")
+        raise ConfigError.at(where, "lossless.temperatures",
+                             f"{sc.lossless.temperatures} is not a list of temperatures in [0, 2]",
+                             "e.g. lossless.temperatures=[0.0,0.7]")
 
 
 def check_speculator(sc: SweepConfig, where: Locator) -> None:
@@ -335,22 +334,21 @@ def check_speculator(sc: SweepConfig, where: Locator) -> None:
     harness.workloads.registry.check_sample_method), a known acceptance mode."""
     eng, spec = sc.engine, sc.speculator
     if spec.method != "none" and eng.speculators and spec.method not in eng.speculators:
-        raise ConfigError(
-            where("speculator.method"), "speculator.method",
+        raise ConfigError.at(where, "speculator.method",
             f"engine {eng.kind} cannot run speculator {spec.method!r}",
             f"pick one of {eng.speculators} for this engine, or another engine",
         )
     if spec.method != "none" and spec.k < 1:
-        raise ConfigError(where("speculator.k"), "speculator.k",
-                          f"speculator {spec.method} needs a draft length k >= 1",
-                          "set speculator.k (e.g. speculator.k=3)")
+        raise ConfigError.at(where, "speculator.k",
+                             f"speculator {spec.method} needs a draft length k >= 1",
+                             "set speculator.k (e.g. speculator.k=3)")
     if spec.sample_method not in SAMPLE_METHODS:
-        raise ConfigError(where("speculator.sample_method"), "speculator.sample_method",
-                          f"unknown sample method {spec.sample_method!r}",
-                          f"use one of {SAMPLE_METHODS}")
+        raise ConfigError.at(where, "speculator.sample_method",
+                             f"unknown sample method {spec.sample_method!r}",
+                             f"use one of {SAMPLE_METHODS}")
     if spec.acceptance.mode not in ("auto", "real", "injected"):
-        raise ConfigError(where("speculator.acceptance.mode"), "speculator.acceptance.mode",
-                          f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")
+        raise ConfigError.at(where, "speculator.acceptance.mode",
+                             f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")
     if spec.acceptance.other_k not in ("refuse", "allow"):
-        raise ConfigError(where("speculator.acceptance.other_k"), "speculator.acceptance.other_k",
-                          f"unknown value {spec.acceptance.other_k!r}", "use refuse or allow")
+        raise ConfigError.at(where, "speculator.acceptance.other_k",
+                             f"unknown value {spec.acceptance.other_k!r}", "use refuse or allow")

@@ -34,32 +34,32 @@ def check_dataset(sc: SweepConfig, where: Locator) -> None:
     if not (ds.id or ds.local_dir):
         return
     if ds.id and not _DATASET_ID.match(ds.id):
-        raise ConfigError(where("scenario.dataset.id"), "scenario.dataset.id",
-                          f"{ds.id!r} is not a Hub dataset id (owner/name)",
-                          "e.g. scenario.dataset.id=semianalysisai/cc-traces-weka-062126-256k, "
-                          "or scenario.dataset.local_dir=PATH for a local copy")
+        raise ConfigError.at(where, "scenario.dataset.id",
+                             f"{ds.id!r} is not a Hub dataset id (owner/name)",
+                             "e.g. scenario.dataset.id=semianalysisai/cc-traces-weka-062126-256k, "
+                             "or scenario.dataset.local_dir=PATH for a local copy")
     if not ds.split:
-        raise ConfigError(where("scenario.dataset.split"), "scenario.dataset.split",
-                          "empty split name", "use scenario.dataset.split=train (the corpus's)")
+        raise ConfigError.at(where, "scenario.dataset.split",
+                             "empty split name", "use scenario.dataset.split=train (the corpus's)")
 
 
 def check_chat_encoder(sc: SweepConfig, where: Locator) -> None:
     """model.chat_encoder names an encoder the prompt builders have."""
     if sc.model.chat_encoder not in ("template", "dsv4"):
-        raise ConfigError(where("model.chat_encoder"), "model.chat_encoder",
-                          f"unknown chat encoder {sc.model.chat_encoder!r}",
-                          "use template (the tokenizer's chat template) or dsv4 (DeepSeek-V4's "
-                          "own encoder, InferenceX's --dsv4)")
+        raise ConfigError.at(where, "model.chat_encoder",
+                             f"unknown chat encoder {sc.model.chat_encoder!r}",
+                             "use template (the tokenizer's chat template) or dsv4 (DeepSeek-V4's "
+                             "own encoder, InferenceX's --dsv4)")
 
 
 def check_header_names(headers: list[str], key: str, where: Locator) -> None:
     """Only the routing headers AIPerf derives from the correlation id (docs/replay.md)."""
     for h in headers:
         if h not in CORRELATION_HEADERS:
-            raise ConfigError(where(key), key,
-                              f"{h!r} is not a header AIPerf fills with the correlation id",
-                              f"use any of {', '.join(CORRELATION_HEADERS)} (exact spelling), "
-                              "e.g. scenario.correlation_headers=[X-SMG-Routing-Key]")
+            raise ConfigError.at(where, key,
+                                 f"{h!r} is not a header AIPerf fills with the correlation id",
+                                 f"use any of {', '.join(CORRELATION_HEADERS)} (exact spelling), "
+                                 "e.g. scenario.correlation_headers=[X-SMG-Routing-Key]")
 
 
 def check_correlation_headers(sc: SweepConfig, where: Locator) -> None:
@@ -68,7 +68,7 @@ def check_correlation_headers(sc: SweepConfig, where: Locator) -> None:
     key, scen = "scenario.correlation_headers", sc.scenario
     check_header_names(scen.correlation_headers, key, where)
     if scen.correlation_headers and scen.request_style != "aiperf":
-        raise ConfigError(where(key), key,
-                          f"request_style={scen.request_style} sends no session headers",
-                          "use scenario.request_style=aiperf, or drop "
-                          "scenario.correlation_headers")
+        raise ConfigError.at(where, key,
+                             f"request_style={scen.request_style} sends no session headers",
+                             "use scenario.request_style=aiperf, or drop "
+                             "scenario.correlation_headers")

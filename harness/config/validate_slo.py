@@ -29,47 +29,47 @@ def criterion_problem(key: str) -> str | None:
 def check_slo_settings(sc: SweepConfig, where: Callable[[str], str]) -> None:
     scen = sc.scenario
     if scen.arrival not in ARRIVALS:
-        raise ConfigError(where("scenario.arrival"), "scenario.arrival",
-                          f"unknown arrival {scen.arrival!r}", f"use one of {ARRIVALS}")
+        raise ConfigError.at(where, "scenario.arrival",
+                             f"unknown arrival {scen.arrival!r}", f"use one of {ARRIVALS}")
     if scen.arrival != "closed":  # which kinds offer open loop: harness.workloads.registry
         rates = scen.request_rate
         if not rates or any(not (r > 0 and math.isfinite(r)) for r in rates):
-            raise ConfigError(where("scenario.request_rate"), "scenario.request_rate",
-                              f"arrival {scen.arrival} needs a list of positive rates (req/s), "
-                              f"got {list(rates)}", "e.g. scenario.request_rate=[0.5,1,2]")
+            raise ConfigError.at(where, "scenario.request_rate",
+                                 f"arrival {scen.arrival} needs a list of positive rates (req/s), "
+                                 f"got {list(rates)}", "e.g. scenario.request_rate=[0.5,1,2]")
         if len(set(rates)) < len(rates):
-            raise ConfigError(where("scenario.request_rate"), "scenario.request_rate",
-                              "a rate is listed more than once", "use repeats=N instead")
+            raise ConfigError.at(where, "scenario.request_rate",
+                                 "a rate is listed more than once", "use repeats=N instead")
         if not scen.burstiness > 0 or not math.isfinite(scen.burstiness):
-            raise ConfigError(where("scenario.burstiness"), "scenario.burstiness",
-                              f"must be positive, got {scen.burstiness}",
-                              "1 = Poisson; < 1 burstier; use arrival=constant for even gaps")
+            raise ConfigError.at(where, "scenario.burstiness",
+                                 f"must be positive, got {scen.burstiness}",
+                                 "1 = Poisson; < 1 burstier; use arrival=constant for even gaps")
         if scen.max_inflight < 0 or scen.num_requests < 0:
             key = "scenario.max_inflight" if scen.max_inflight < 0 else "scenario.num_requests"
-            raise ConfigError(where(key), key, "must not be negative", f"set {key}=0 (none)")
+            raise ConfigError.at(where, key, "must not be negative", f"set {key}=0 (none)")
         if sc.client.workers > 1:
-            raise ConfigError(where("client.workers"), "client.workers",
-                              "open-loop arrivals are sent from one client process",
-                              "set client.workers=1")
+            raise ConfigError.at(where, "client.workers",
+                                 "open-loop arrivals are sent from one client process",
+                                 "set client.workers=1")
     for k in ("ttft_ms", "tpot_ms", "e2el_ms"):
         v = getattr(sc.slo, k)
         if v is not None and not (v > 0 and math.isfinite(v)):
-            raise ConfigError(where(f"slo.{k}"), f"slo.{k}", f"must be positive, got {v}",
-                              f"e.g. slo.{k}=500 (milliseconds), or null for no objective")
+            raise ConfigError.at(where, f"slo.{k}", f"must be positive, got {v}",
+                                 f"e.g. slo.{k}=500 (milliseconds), or null for no objective")
     check_search(sc, where)
 
 
 def check_search(sc: SweepConfig, where: Callable[[str], str]) -> None:
     s = sc.search
     if s.mode not in SEARCH_MODES:
-        raise ConfigError(where("search.mode"), "search.mode", f"unknown mode {s.mode!r}",
-                          f"use one of {SEARCH_MODES}")
+        raise ConfigError.at(where, "search.mode", f"unknown mode {s.mode!r}",
+                             f"use one of {SEARCH_MODES}")
     if s.mode != "slo":  # which kinds a search runs: harness.workloads.registry
         return
     if not s.criteria:
-        raise ConfigError(where("search.criteria"), "search.criteria",
-                          "search=slo needs at least one criterion",
-                          "e.g. +search.criteria.p99_ttft_ms=500 (" + CRITERIA_HELP + ")")
+        raise ConfigError.at(where, "search.criteria",
+                             "search=slo needs at least one criterion",
+                             "e.g. +search.criteria.p99_ttft_ms=500 (" + CRITERIA_HELP + ")")
     for key, bound in s.criteria.items():
         problem = criterion_problem(key)
         if problem:
@@ -84,10 +84,10 @@ def check_search(sc: SweepConfig, where: Callable[[str], str]) -> None:
                               "a goodput share needs a per-request SLO",
                               "set slo.ttft_ms / slo.tpot_ms / slo.e2el_ms")
     if not (0 < s.lo < s.hi) or not s.resolution > 0 or s.confirm < 0:
-        raise ConfigError(where("search.lo"), "search.lo",
-                          f"need 0 < lo < hi and resolution > 0, confirm >= 0 (got lo={s.lo} "
-                          f"hi={s.hi} resolution={s.resolution} confirm={s.confirm})",
-                          "e.g. search.lo=1 search.hi=64 search.resolution=1")
+        raise ConfigError.at(where, "search.lo",
+                             f"need 0 < lo < hi and resolution > 0, confirm >= 0 (got lo={s.lo} "
+                             f"hi={s.hi} resolution={s.resolution} confirm={s.confirm})",
+                             "e.g. search.lo=1 search.hi=64 search.resolution=1")
     if sc.scenario.arrival == "closed" and (s.lo != int(s.lo) or s.hi != int(s.hi)):
-        raise ConfigError(where("search.lo"), "search.lo",
-                          "concurrency bounds must be integers", "e.g. search.lo=1 search.hi=64")
+        raise ConfigError.at(where, "search.lo",
+                             "concurrency bounds must be integers", "e.g. search.lo=1 search.hi=64")

@@ -163,10 +163,10 @@ class EngineAdapter(ABC):
     def check_topology(cls, sc: SweepConfig, where: Locate) -> None:
         """A launch that fits the node it starts on."""
         if cls.one_node and gpus_of(sc) > sc.chip.gpus_per_node:
-            raise ConfigError(where("topology.tp"), "topology.tp",
-                              f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
-                              f"{sc.chip.gpus_per_node} per node",
-                              "lower tp/pp, or use a multi-node recipe")
+            raise ConfigError.at(where, "topology.tp",
+                                 f"tp x pp = {gpus_of(sc)} GPUs exceeds {sc.chip.name}'s "
+                                 f"{sc.chip.gpus_per_node} per node",
+                                 "lower tp/pp, or use a multi-node recipe")
 
     @classmethod
     def applied_settings(cls, sc: SweepConfig) -> frozenset[str]:
@@ -193,17 +193,17 @@ class EngineAdapter(ABC):
             if f.name in used or value == getattr(defaults, f.name):
                 continue
             key = f"engine.{f.name}"
-            raise ConfigError(where(key), key,
-                              f"engine {sc.engine.kind} does not apply {f.name} (set to "
-                              f"{value!r}): the run would record it, the server would run "
-                              "without it", _UNUSED_FIX.get((cls.kind, f.name))
-                              or _UNUSED_FIX.get(("", f.name))
-                              or f"remove {key} (docs/settings.md, engine settings)")
+            raise ConfigError.at(where, key,
+                                 f"engine {sc.engine.kind} does not apply {f.name} (set to "
+                                 f"{value!r}): the run would record it, the server would run "
+                                 "without it", _UNUSED_FIX.get((cls.kind, f.name))
+                                 or _UNUSED_FIX.get(("", f.name))
+                                 or f"remove {key} (docs/settings.md, engine settings)")
         if sc.engine.container_runtime not in ("docker", "pyxis"):
             key = "engine.container_runtime"
-            raise ConfigError(where(key), key,
-                              f"unknown container runtime {sc.engine.container_runtime!r}",
-                              "use docker, or pyxis inside a Slurm allocation")
+            raise ConfigError.at(where, key,
+                                 f"unknown container runtime {sc.engine.container_runtime!r}",
+                                 "use docker, or pyxis inside a Slurm allocation")
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:

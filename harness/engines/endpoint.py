@@ -27,15 +27,15 @@ class EndpointAdapter(EngineAdapter):
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:
         if not sc.engine.url:
-            raise ConfigError(where("engine.url"), "engine.url",
-                              "engine=endpoint needs the URL of a running server",
-                              "add engine.url=http://host:port")
+            raise ConfigError.at(where, "engine.url",
+                                 "engine=endpoint needs the URL of a running server",
+                                 "add engine.url=http://host:port")
         family, known = sc.engine.family, declaring_kinds()
         if family is not None and family not in known:
-            raise ConfigError(where("engine.family"), "engine.family",
-                              f"no engine family {family!r}",
-                              f"use one of {', '.join(known)}, or leave it unset to recognise "
-                              "the engine from its /metrics")
+            raise ConfigError.at(where, "engine.family",
+                                 f"no engine family {family!r}",
+                                 f"use one of {', '.join(known)}, or leave it unset to recognise "
+                                 "the engine from its /metrics")
 
     @classmethod
     def family(cls, sc: SweepConfig) -> str | None:

@@ -102,17 +102,16 @@ class LlamaCppAdapter(EngineAdapter):
     @classmethod
     def check_topology(cls, sc: SweepConfig, where: Locate) -> None:
         if gpus_of(sc) > 1 or sc.topology.ep > 1:
-            raise ConfigError(where("topology.tp"), "topology.tp",
-                              "the embedded llama.cpp engine serves on one device",
-                              "set topology.tp=1 topology.pp=1 topology.ep=1")
+            raise ConfigError.at(where, "topology.tp",
+                                 "the embedded llama.cpp engine serves on one device",
+                                 "set topology.tp=1 topology.pp=1 topology.ep=1")
 
     @classmethod
     def validate(cls, sc: SweepConfig, where: Locate) -> None:
         llama_params(list(sc.engine.extra_args), where("engine.extra_args"))
         spec = sc.speculator
         if spec.method == "draft_model" and not spec.draft_model:
-            raise ConfigError(
-                where("speculator.draft_model"), "speculator.draft_model",
+            raise ConfigError.at(where, "speculator.draft_model",
                 "speculator=draft_model on llama.cpp needs the drafter's weights",
                 "set speculator.draft_model to a GGUF path, or 'self' for the model drafting "
                 "for itself")

@@ -31,28 +31,26 @@ class MultinodeAdapter(EngineAdapter):
     def validate(cls, sc: SweepConfig, where: Locate) -> None:
         cfg, dep = sc.engine.slurm, sc.engine.launch
         if cfg.container_runtime not in CONTAINER_RUNTIMES:
-            raise ConfigError(where("engine.slurm.container_runtime"),
-                              "engine.slurm.container_runtime",
-                              f"unknown container runtime {cfg.container_runtime!r}",
-                              f"use one of {', '.join(CONTAINER_RUNTIMES)}")
+            raise ConfigError.at(where, "engine.slurm.container_runtime",
+                                 f"unknown container runtime {cfg.container_runtime!r}",
+                                 f"use one of {', '.join(CONTAINER_RUNTIMES)}")
         if cfg.worker_stand_in is not None and cfg.worker_stand_in not in STAND_INS:
-            raise ConfigError(where("engine.slurm.worker_stand_in"),
-                              "engine.slurm.worker_stand_in",
-                              f"no worker stand-in {cfg.worker_stand_in!r}",
-                              f"use one of {', '.join(STAND_INS)}, or null for upstream's "
-                              "workers")
+            raise ConfigError.at(where, "engine.slurm.worker_stand_in",
+                                 f"no worker stand-in {cfg.worker_stand_in!r}",
+                                 f"use one of {', '.join(STAND_INS)}, or null for upstream's "
+                                 "workers")
         if cfg.max_nodes < 0:
-            raise ConfigError(where("engine.slurm.max_nodes"), "engine.slurm.max_nodes",
-                              f"must be >= 0, got {cfg.max_nodes}",
-                              "0 allocates as many nodes as upstream uses")
+            raise ConfigError.at(where, "engine.slurm.max_nodes",
+                                 f"must be >= 0, got {cfg.max_nodes}",
+                                 "0 allocates as many nodes as upstream uses")
         if dep is None:  # a recipe-level check sees the rows; a launch sees its own
             if not any(r.deployment for r in sc.search_space):
-                raise ConfigError(where("engine.kind"), "engine.kind",
-                                  "engine=multinode launches a row's captured deployment, and "
-                                  "this recipe has none",
-                                  "pick a recipe under recipes/recipe/multinode/ whose rows "
-                                  "carry `deployment` (IMPORT_REPORT.md there lists them), or "
-                                  "attach: engine=endpoint engine.url=http://HOST:PORT")
+                raise ConfigError.at(where, "engine.kind",
+                                     "engine=multinode launches a row's captured deployment, and "
+                                     "this recipe has none",
+                                     "pick a recipe under recipes/recipe/multinode/ whose rows "
+                                     "carry `deployment` (IMPORT_REPORT.md there lists them), or "
+                                     "attach: engine=endpoint engine.url=http://HOST:PORT")
             return
         check_deployment(dep, "engine.launch", where)
         if cfg.worker_stand_in:
@@ -106,8 +104,8 @@ def check_deployment(dep: Any, key: str, where: Locate) -> None:
                               "give each role its own name")
         names.add(r.name)
         if r.instances < 1 or r.nodes < 1 or r.gpus < 0:
-            raise ConfigError(where(at), at, f"instances {r.instances}, nodes {r.nodes}, "
-                              f"gpus {r.gpus}", "instances and nodes >= 1, gpus >= 0")
+            raise ConfigError.at(where, at, f"instances {r.instances}, nodes {r.nodes}, "
+                                 f"gpus {r.gpus}", "instances and nodes >= 1, gpus >= 0")
         if not r.argv:
             raise ConfigError(where(at), f"{at}.argv", "a role with no command",
                               "capture the role's argv (harness.catalog.multinode_capture)")
@@ -131,7 +129,7 @@ def check_stand_in_tokenizer(sc: SweepConfig, where: Locate) -> None:
     want = repo_path(cfg.stand_in_model) if cfg.stand_in_model else default_model_dir()
     have = sc.model.tokenizer
     if have is None or repo_path(have).resolve() != want.resolve():
-        raise ConfigError(where("model.tokenizer"), "model.tokenizer",
-                          f"the stand-in's frontend tokenizes with {want}, the client with "
-                          f"{have or sc.model.hf_id}: prompt lengths would not match",
-                          f"set model.tokenizer={want}")
+        raise ConfigError.at(where, "model.tokenizer",
+                             f"the stand-in's frontend tokenizes with {want}, the client with "
+                             f"{have or sc.model.hf_id}: prompt lengths would not match",
+                             f"set model.tokenizer={want}")

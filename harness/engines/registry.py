@@ -76,8 +76,8 @@ def check_engine(sc: SweepConfig, where: Callable[[str], str]) -> Any:
     is built or launched); the adapter class."""
     kinds = engine_kinds()
     if sc.engine.kind not in kinds:
-        raise ConfigError(where("engine.kind"), "engine.kind",
-                          f"unknown engine {sc.engine.kind!r}", f"use one of {kinds}")
+        raise ConfigError.at(where, "engine.kind",
+                             f"unknown engine {sc.engine.kind!r}", f"use one of {kinds}")
     cls = adapter_class(sc.engine.kind)
     cls.check(sc, where)
     return cls

@@ -48,22 +48,22 @@ def stand_in_deployment(sc: SweepConfig, dep: Deployment, where) -> Deployment:
     cfg = sc.engine.slurm
     python = repo_path(cfg.stand_in_python)
     if not python.exists():
-        raise ConfigError(where("engine.slurm.stand_in_python"), "engine.slurm.stand_in_python",
-                          f"{python} does not exist: the stand-in runs Dynamo's mocker from it",
-                          "run `make dynamo-env` (installs ai-dynamo into .venv-dynamo), or "
-                          "point engine.slurm.stand_in_python at a Python with ai-dynamo")
+        raise ConfigError.at(where, "engine.slurm.stand_in_python",
+                             f"{python} does not exist: the stand-in runs Dynamo's mocker from it",
+                             "run `make dynamo-env` (installs ai-dynamo into .venv-dynamo), or "
+                             "point engine.slurm.stand_in_python at a Python with ai-dynamo")
     model = repo_path(cfg.stand_in_model) if cfg.stand_in_model else default_model_dir()
     if not (model / "tokenizer.json").exists() and not (model / "tokenizer_config.json").exists():
-        raise ConfigError(where("engine.slurm.stand_in_model"), "engine.slurm.stand_in_model",
-                          f"{model} holds no tokenizer (tokenizer.json) for the mocker",
-                          "set engine.slurm.stand_in_model to a local model directory with its "
-                          "tokenizer and config.json")
+        raise ConfigError.at(where, "engine.slurm.stand_in_model",
+                             f"{model} holds no tokenizer (tokenizer.json) for the mocker",
+                             "set engine.slurm.stand_in_model to a local model directory with its "
+                             "tokenizer and config.json")
     if not any(r.role == "frontend" for r in dep.roles):
-        raise ConfigError(where("engine.slurm.worker_stand_in"), "engine.slurm.worker_stand_in",
-                          "this deployment has no Dynamo frontend (its workers serve HTTP "
-                          "themselves); the mocker serves no HTTP of its own",
-                          "run this row on GPUs without a stand-in, or pick a row with a "
-                          "dynamo.frontend role")
+        raise ConfigError.at(where, "engine.slurm.worker_stand_in",
+                             "this deployment has no Dynamo frontend (its workers serve HTTP "
+                             "themselves); the mocker serves no HTTP of its own",
+                             "run this row on GPUs without a stand-in, or pick a row with a "
+                             "dynamo.frontend role")
     discovery = cfg.discovery_dir or "{launch_dir}/discovery"
     env = {"DYN_FILE_KV": discovery}
     block = _block_size(dep)
@@ -79,13 +79,12 @@ def stand_in_deployment(sc: SweepConfig, dep: Deployment, where) -> Deployment:
         elif _program(r) and shutil.which(_program(r)):  # upstream's own (nginx), on the node
             out.append(dataclasses.replace(r, image=None, srun={}, preamble=None))
         else:
-            raise ConfigError(where("engine.slurm.worker_stand_in"),
-                              "engine.slurm.worker_stand_in",
-                              f"the deployment's {r.role} role ({r.name}) runs "
-                              f"{_program(r) or r.argv[:1]}, which is not installed here "
-                              "(the stand-in replaces Dynamo's workers only)",
-                              f"install {_program(r)} on the nodes (nginx: apt-get install "
-                              "nginx-light), run this key on GPUs, or attach to it")
+            raise ConfigError.at(where, "engine.slurm.worker_stand_in",
+                                 f"the deployment's {r.role} role ({r.name}) runs "
+                                 f"{_program(r) or r.argv[:1]}, which is not installed here "
+                                 "(the stand-in replaces Dynamo's workers only)",
+                                 f"install {_program(r)} on the nodes (nginx: apt-get install "
+                                 "nginx-light), run this key on GPUs, or attach to it")
     out = [dataclasses.replace(r, argv=[*nice, *r.argv]) for r in out]
     return Deployment(source=f"{dep.source} [workers: {cfg.worker_stand_in}]", image=None,
                       gpus_per_node=dep.gpus_per_node, nodes=dep.nodes, roles=out)

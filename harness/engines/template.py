@@ -50,13 +50,13 @@ def check_template(sc: SweepConfig, where: Callable[[str], str]) -> None:
         try:
             names = [f for _, f, _, _ in string.Formatter().parse(arg) if f is not None]
         except ValueError as e:
-            raise ConfigError(where(key), key, f"argument {arg!r}: {e}",
-                              "write a literal brace as {{ or }}") from None
+            raise ConfigError.at(where, key, f"argument {arg!r}: {e}",
+                                 "write a literal brace as {{ or }}") from None
         bad = [n for n in names if n not in PLACEHOLDERS and not _port_plus(n)]
         if bad:
-            raise ConfigError(where(key), key, f"argument {arg!r} names {bad}",
-                              f"use only {', '.join(PLACEHOLDERS)} or port+N (literal "
-                              "braces: {{{{ }}}})")
+            raise ConfigError.at(where, key, f"argument {arg!r} names {bad}",
+                                 f"use only {', '.join(PLACEHOLDERS)} or port+N (literal "
+                                 "braces: {{{{ }}}})")
 
 
 def _port_plus(name: str) -> bool:

@@ -46,16 +46,15 @@ def check_workspace(sc: SweepConfig, where: Locate) -> None:
     files = checkout_files(sc)
     ws = sc.engine.workspace
     if files and not ws:
-        raise ConfigError(
-            where("engine.workspace"), "engine.workspace",
+        raise ConfigError.at(where, "engine.workspace",
             f"this command reads files of upstream's checkout at /workspace ({', '.join(files)})",
             "set engine.workspace to a checkout of the InferenceX commit the recipe names "
             "(recipe_source); it is mounted read-only at /workspace")
     if ws and not Path(ws).is_dir():
-        raise ConfigError(where("engine.workspace"), "engine.workspace",
-                          f"{ws} is not a directory",
-                          "give the path of an InferenceX checkout (git clone "
-                          "https://github.com/SemiAnalysisAI/InferenceX)")
+        raise ConfigError.at(where, "engine.workspace",
+                             f"{ws} is not a directory",
+                             "give the path of an InferenceX checkout (git clone "
+                             "https://github.com/SemiAnalysisAI/InferenceX)")
 
 
 def docker_mounts(sc: SweepConfig, launch_dir: str, files: Mapping[str, str] | None = None
@@ -120,12 +119,12 @@ def check_files(sc: SweepConfig, where: Locate) -> None:
         parts = PurePosixPath(rel).parts
         if (rel.startswith("/") or ".." in parts or parts[:1] != ("results",) or len(parts) < 2
                 or "--" in rel):  # "--" separates the parts of its launch-dir name
-            raise ConfigError(where("engine.files"), "engine.files",
-                              f"{rel!r} is not a file under results/",
-                              "name it by its path under the container's /workspace, in "
-                              "results/, without '--' (e.g. results/mooncake_config.json)")
+            raise ConfigError.at(where, "engine.files",
+                                 f"{rel!r} is not a file under results/",
+                                 "name it by its path under the container's /workspace, in "
+                                 "results/, without '--' (e.g. results/mooncake_config.json)")
     if sc.engine.files and not sc.engine.image and sc.engine.kind != "endpoint":
-        raise ConfigError(where("engine.files"), "engine.files",
-                          "these files are written for the container's /workspace "
-                          f"({', '.join(sorted(sc.engine.files))}) and this engine has no image",
-                          "set engine.image, or remove engine.files")
+        raise ConfigError.at(where, "engine.files",
+                             "these files are written for the container's /workspace "
+                             f"({', '.join(sorted(sc.engine.files))}) and this engine has no image",
+                             "set engine.image, or remove engine.files")

@@ -123,7 +123,7 @@ def prepare_job(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loc
     problem = profiler.support_problem(sc)
     if problem:
         key, what, fix = problem
-        raise ConfigError(locate(key), key, what, fix)
+        raise ConfigError.at(locate, key, what, fix)
     correctness.check_data(sc, repo, locate)  # eval data present, SWE-bench refused
     choice = choose_telemetry(sc, locate)
     workload = make_workload(sc, load_tokenizer(sc.model), repo, locate)
@@ -143,13 +143,13 @@ def choose_telemetry(sc: SweepConfig, locate: Locate) -> telemetry.Choice:
     t = sc.telemetry
     for key, value in (("period_s", t.period_s), ("max_gap_s", t.max_gap_s)):
         if not value > 0:
-            raise ConfigError(locate(f"telemetry.{key}"), f"telemetry.{key}",
-                              f"must be positive, got {value}", f"set telemetry.{key}=1.0")
+            raise ConfigError.at(locate, f"telemetry.{key}",
+                                 f"must be positive, got {value}", f"set telemetry.{key}=1.0")
     try:
         choice = telemetry.choose(t.source)
     except ValueError as e:
-        raise ConfigError(locate("telemetry.source"), "telemetry.source", str(e),
-                          "set telemetry.source=auto (whatever this host has) or none") from None
+        raise ConfigError.at(locate, "telemetry.source", str(e),
+                             "set telemetry.source=auto (whatever this host has) or none") from None
     if choice.source == "none":
         log.info("no accelerator telemetry: %s", choice.reason)
     return choice

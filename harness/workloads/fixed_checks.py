@@ -21,12 +21,12 @@ def check_request_count(sc: SweepConfig, where: Locate) -> None:
     conc, key = sc.concurrency, "concurrency"
     total = per * sum(conc) * sc.repeats
     if total > MAX_REQUESTS_PER_JOB:
-        raise ConfigError(where(key), key,
-                          f"{total:,} fixed-sequence requests would be built ({per} per "
-                          f"unit of concurrency x {sum(conc)} x {sc.repeats} repeats), "
-                          f"over the limit of {MAX_REQUESTS_PER_JOB:,}",
-                          "lower concurrency, scenario.requests_per_conc or repeats, or "
-                          "split the sweep into several runs")
+        raise ConfigError.at(where, key,
+                             f"{total:,} fixed-sequence requests would be built ({per} per "
+                             f"unit of concurrency x {sum(conc)} x {sc.repeats} repeats), "
+                             f"over the limit of {MAX_REQUESTS_PER_JOB:,}",
+                             "lower concurrency, scenario.requests_per_conc or repeats, or "
+                             "split the sweep into several runs")
 
 
 def check_choices(sc: SweepConfig, where: Locate) -> None:
@@ -36,34 +36,33 @@ def check_choices(sc: SweepConfig, where: Locate) -> None:
                                 ("scenario.warmup_prompts", sc_.warmup_prompts,
                                  ("first", "distinct"))):
         if value not in options:
-            raise ConfigError(where(key), key, f"unknown choice {value!r}",
-                              f"use one of {', '.join(options)} (docs/settings.md)")
+            raise ConfigError.at(where, key, f"unknown choice {value!r}",
+                                 f"use one of {', '.join(options)} (docs/settings.md)")
     if model.chat_encoder == "dsv4" and sc_.prompts == "filtered":
-        raise ConfigError(where("scenario.prompts"), "scenario.prompts",
-                          f"{model.name} renders chat turns with DeepSeek-V4's encoder, which "
-                          "only InferenceX's random prompts apply",
-                          "use scenario.prompts=inferencex (the default)")
+        raise ConfigError.at(where, "scenario.prompts",
+                             f"{model.name} renders chat turns with DeepSeek-V4's encoder, which "
+                             "only InferenceX's random prompts apply",
+                             "use scenario.prompts=inferencex (the default)")
 
 
 def check_shape(sc: SweepConfig, where: Locate) -> None:
     """A shape the model can serve."""
     sc_, model = sc.scenario, sc.model
     if sc_.isl < 1 or sc_.osl < 1:
-        raise ConfigError(where("scenario.isl"), "scenario.isl",
-                          "fixed-sequence scenarios need isl and osl >= 1",
-                          "set scenario.isl and scenario.osl")
+        raise ConfigError.at(where, "scenario.isl",
+                             "fixed-sequence scenarios need isl and osl >= 1",
+                             "set scenario.isl and scenario.osl")
     need = sc_.isl + sc_.osl + CONTEXT_MARGIN
     if need > model.context_length:
-        raise ConfigError(
-            where("scenario.isl"), "scenario.isl",
+        raise ConfigError.at(where, "scenario.isl",
             f"ISL {sc_.isl} + OSL {sc_.osl} + {CONTEXT_MARGIN} margin = {need} tokens "
             f"exceeds {model.name}'s context of {model.context_length}",
             "pick a shorter scenario (e.g. scenarios=fixed-1k128 for small models) or a "
             "model with a longer context",
         )
     if not 0 < sc_.range_ratio <= 1:
-        raise ConfigError(where("scenario.range_ratio"), "scenario.range_ratio",
-                          "range_ratio must be in (0, 1]", "InferenceX uses 0.8")
+        raise ConfigError.at(where, "scenario.range_ratio",
+                             "range_ratio must be in (0, 1]", "InferenceX uses 0.8")
 
 
 def check_fixed(sc: SweepConfig, where: Locate) -> None:

@@ -78,8 +78,8 @@ def check_kinds(sc: SweepConfig, where: Locate) -> None:
 def check_launch(sc: SweepConfig, where: Locate) -> None:
     kinds = workload_kinds()
     if sc.scenario.kind not in kinds:
-        raise ConfigError(where("scenario.kind"), "scenario.kind",
-                          f"unknown kind {sc.scenario.kind!r}", f"use one of {kinds}")
+        raise ConfigError.at(where, "scenario.kind",
+                             f"unknown kind {sc.scenario.kind!r}", f"use one of {kinds}")
     engine = check_engine(sc, where)
     workload = workload_class(sc.scenario.kind)
     check_scenario_flags(workload, sc, where)
@@ -88,7 +88,7 @@ def check_launch(sc: SweepConfig, where: Locate) -> None:
 
 
 def _refuse(where: Locate, key: str, problem: str, fix: str) -> None:
-    raise ConfigError(where(key), key, problem, fix)
+    raise ConfigError.at(where, key, problem, fix)
 
 
 def check_scenario_flags(workload: type[Workload], sc: SweepConfig, where: Locate) -> None:
