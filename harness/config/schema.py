@@ -376,6 +376,7 @@ GROUP_OF_NODE = {
     "speculator": "speculator",
     "scenario": "scenarios",
     "eval": "eval",
+    "search_space": "recipe",  # a catalog recipe's rows
 }
 SCHEMA_OF_NODE: dict[str, type] = {
     "model": ModelConfig,

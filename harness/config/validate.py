@@ -53,7 +53,7 @@ class Locator:
             base = re.sub(r"\[.*", "", key)  # concurrency[0] came from `concurrency=...`
             if name in (key, base) or key.startswith(name + "."):
                 return f"the command-line override '{ov}'"
-        node = key.split(".", 1)[0]
+        node = re.sub(r"\[.*", "", key.split(".", 1)[0])  # search_space[3].x: search_space
         group = GROUP_OF_NODE.get(node)
         if group and group in self.choices:
             base = "scenarios" if group == "scenarios" else f"recipes/{group}"

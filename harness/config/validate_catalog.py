@@ -206,9 +206,10 @@ def check_launchable(sc: SweepConfig, want: str | None, where: Locate) -> None:
             continue
         if row.deployment is None:
             key = f"search_space[{i}].deployment"
+            why = f" ({row.not_captured})" if row.not_captured else ""
             raise ConfigError.at(where, key,
                                  f"row {i} ({row.deploy_recipe or 'unnamed'}) has no captured "
-                                 "launch, so engine=multinode cannot start it",
+                                 f"launch{why}, so engine=multinode cannot start it",
                                  "choose a row that has one (engine.deployment=<its "
                                  "deploy_recipe>; recipes/recipe/multinode/IMPORT_REPORT.md says "
                                  "which), or attach to a running deployment: engine=endpoint "

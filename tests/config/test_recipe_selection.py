@@ -150,7 +150,9 @@ def test_a_row_without_a_captured_launch_is_refused_by_name(tmp_path) -> None:
     r = harness("sweep", f"recipe={name}", f"engine.deployment={row['deploy_recipe']}",
                 f"results_dir={tmp_path}", "--dry-run", timeout=120)
     assert r.returncode == 2, r.stdout
-    assert f"row {i} ({row['deploy_recipe']}) has no captured launch" in r.stderr
+    assert (f"row {i} ({row['deploy_recipe']}) has no captured launch "
+            f"({row['not_captured']})") in r.stderr
+    assert f"config error in recipes/recipe/{name}.yaml" in r.stderr  # where the row is
     assert "engine=endpoint engine.url=" in r.stderr
     assert "Traceback" not in r.stderr and list(tmp_path.iterdir()) == []
     assert row["not_captured"] and "not captured yet" not in row["not_captured"]
