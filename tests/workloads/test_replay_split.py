@@ -15,8 +15,8 @@ from harness.workloads.base import LoadLevel, Measurement, Target
 from harness.workloads.replay import ReplayResult, ReplaySettings
 from harness.workloads.replay_split import LanesJob, replay_over_lanes, split_lanes
 from harness.workloads.traces.model import Trace
-from tests.workloads.replay_checks import frame
 from tests.client.test_client_pool import fast_server  # noqa: F401  # a fixture
+from tests.workloads.replay_checks import frame
 from tests.workloads.test_replay import block_prompts, replay
 from tests.workloads.test_replay_idle import _req, _two_turns, assert_one_system_shift
 
