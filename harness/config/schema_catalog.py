@@ -1,4 +1,4 @@
-"""Schemas of what InferenceX's catalog launches beside the server command (issue 21): KV
+"""Schemas of what InferenceX's catalog launches beside the server command: KV
 offload, helper processes, setup steps run in the image, disaggregated pools. Re-exported by
 harness.config.schema."""
 

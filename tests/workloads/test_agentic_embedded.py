@@ -49,7 +49,7 @@ def test_replay_structure_on_the_real_engine(agentic_run) -> None:
         # 5 points in tests/workloads/test_agentic_bodies_llamacpp.py), never above it; with
         # more lanes llama.cpp's finite per-slot cache falls behind (c4 here: 0.77 against
         # 0.94).
-        # AIPerf's sub-agent rule (issue 27) runs sub-agents beside their parent: at one tree
+        # AIPerf's sub-agent rule runs sub-agents beside their parent: at one tree
         # several streams share llama.cpp's slots, so the cache falls further behind (0.30 seen)
         assert 0.2 < p["server_hit_rate"] <= 1 and 0.2 < p["server_metrics_hit_rate"] <= 1
         assert p["server_hit_rate"] <= p["theoretical_hit_rate"] + 0.03, p

@@ -1,5 +1,5 @@
 """A paced turn's body is built in the last BUILD_LEAD_S of its think time, so that at the due
-time only the send is left (issue 10: a 1M-token body takes 2-5 ms to build)."""
+time only the send is left (a 1M-token body takes 2-5 ms to build)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 "Lanes over workers"), made deterministic: the parent's LanesCoordinator and two workers'
 SharedClocks in one loop, linked by message queues whose delivery the test controls, so the
 shift's race with a timer that has just fired in one process is hit every time, not once a
-full suite (project issue 25).
+full suite.
 
 What the race was: uvloop runs a timer due within half a millisecond from its ready queue, and
 the turn it wakes only on the next pass, after a socket read. A "mins" question read in that

@@ -1,4 +1,4 @@
-"""The four rules our agentic replay shares with AIPerf's (issue 27, docs/replay.md), on the
+"""The four rules our agentic replay shares with AIPerf's (docs/replay.md), on the
 committed traces: where each lane starts (t*), which trace a lane recycles to, when a sub-agent
 starts, and what each request carries. Each upstream rule is the default; the earlier rule is
 a named setting and is checked to still be what it was."""
@@ -44,7 +44,7 @@ def test_each_lanes_t_star_is_upstreams_hash_rule():
             sp = start_point(plan, start_seed(42, name, lane), 0.25, 0.75)
             assert sp.t == pytest.approx(_upstream_t_star(42, name, lane, plan), abs=1e-9)
     # trace_0277 at concurrency 2, seed 42: AIPerf 0.13.0 was seen starting its lane 1 at
-    # 313.10 s (issue 27); our earlier rule started lane 0 at 470.68 s
+    # 313.10 s; our earlier rule started lane 0 at 470.68 s
     p77 = plans["trace_0277"]
     assert start_point(p77, start_seed(42, "trace_0277", 1), 0.25, 0.75).t == pytest.approx(
         313.10, abs=0.005)

@@ -164,8 +164,8 @@ def _misplaced_trace() -> dict:
 
 
 def test_fields_of_another_kind_are_named_once_outside_strict(tmp_path, caplog) -> None:
-    """A request's think_time on a sub-agent is read by nobody: never accepted silently
-    (issue 20). Outside strict a warning names the field and its first entry, once."""
+    """A request's think_time on a sub-agent is read by nobody: never accepted
+    silently. Outside strict a warning names the field and its first entry, once."""
     path = tmp_path / "t.json"
     path.write_text(json.dumps(_misplaced_trace()))
     with caplog.at_level("WARNING"):

@@ -1,4 +1,4 @@
-"""Client self-check figures beyond the core ones: queue delay and the stall bound (issue 10).
+"""Client self-check figures beyond the core ones: queue delay and the stall bound.
 The stamp-error, lag, CPU and in-flight keys are in harness/catalogue/core.py."""
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from harness.workloads.traces.model import (
 log = logging.getLogger(__name__)
 # Which fields each kind of entry may carry (AIPerf's WekaTrace models, corpus_rows.py). A field
 # of another kind (a request's think_time on a sub-agent) is read by nobody: the user believes
-# it applies and it does not, so it is never accepted silently (issue 20).
+# it applies and it does not, so it is never accepted silently.
 _KIND_FIELDS = {"request": set(STREAMING_FIELDS), "sub-agent": set(SUBAGENT_FIELDS),
                 "trace": set(TRACE_FIELDS)}
 _warned: set[tuple[str, str, str]] = set()  # (file, kind, field): each warned once per file
