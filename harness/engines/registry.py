@@ -6,12 +6,11 @@ HARNESS_PLUGINS (docs/architecture.md shows one)."""
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from harness.config.errors import ConfigError
+from harness.config.kind_registry import KindRegistry
 
 if TYPE_CHECKING:  # the registry is imported by the adapters' own helpers; no import cycle
     from harness.config.schema import SweepConfig
@@ -29,46 +28,14 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "multinode": ("harness.engines.multinode", "MultinodeAdapter"),
 }
 ENGINE_KINDS = tuple(_ADAPTERS)  # the built-in kinds; engine_kinds() adds plug-ins
-_PLUGGED: dict[str, Any] = {}  # kind -> adapter class registered by a plug-in module
-PLUGINS_ENV = "HARNESS_PLUGINS"  # comma-separated modules importable on sys.path
-
-
-def load_plugins() -> None:
-    """Import every module HARNESS_PLUGINS names (each registers its kinds on import)."""
-    for name in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-        try:
-            importlib.import_module(name)
-        except ImportError as e:
-            raise ConfigError(f"the environment variable {PLUGINS_ENV}", PLUGINS_ENV,
-                              f"cannot import plug-in module {name!r}: {e}",
-                              "put the module's directory on PYTHONPATH, or drop it from "
-                              f"{PLUGINS_ENV}") from None
-
-
-def register(cls: Any) -> Any:
-    """Register an adapter class kept outside this package (a class decorator)."""
-    if cls.kind in _ADAPTERS or not cls.kind:
-        raise ValueError(f"engine kind {cls.kind!r} is taken or empty")
-    _PLUGGED[cls.kind] = cls
-    return cls
-
-
-def engine_kinds() -> tuple[str, ...]:
-    load_plugins()
-    return (*_ADAPTERS, *_PLUGGED)
+_REGISTRY = KindRegistry("engine", "engine.kind", _ADAPTERS, unknown="engine")
+register = _REGISTRY.register  # a class decorator, for an adapter kept outside this package
+engine_kinds = _REGISTRY.kinds
 
 
 def adapter_class(kind: str) -> Any:
-    """The adapter class of an engine kind; an unknown kind is a ConfigError (`check_engine`
-    names the file it came from first, wherever the check step runs)."""
-    if kind in _ADAPTERS:
-        module, name = _ADAPTERS[kind]
-        return getattr(importlib.import_module(module), name)
-    load_plugins()
-    if kind not in _PLUGGED:
-        raise ConfigError("the config", "engine.kind", f"unknown engine {kind!r}",
-                          f"use one of {engine_kinds()}")
-    return _PLUGGED[kind]
+    """The adapter class of an engine kind; an unknown kind is a ConfigError."""
+    return _REGISTRY.cls(kind)
 
 
 def check_engine(sc: SweepConfig, where: Callable[[str], str]) -> Any:

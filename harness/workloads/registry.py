@@ -9,15 +9,15 @@ outside this package registers itself (`register`) from a module named in HARNES
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config.errors import ConfigError
+from harness.config.kind_registry import KindRegistry
 from harness.config.launches import launches
 from harness.config.schema import SweepConfig
-from harness.engines.registry import check_engine, load_plugins
+from harness.engines.registry import check_engine
 
 if TYPE_CHECKING:
     from harness.workloads.base import Workload
@@ -29,33 +29,15 @@ _WORKLOADS: dict[str, tuple[str, str]] = {
     "timestamped": ("harness.workloads.timestamped", "TimestampedReplayWorkload"),
 }
 WORKLOAD_KINDS = tuple(_WORKLOADS)  # the built-in kinds; workload_kinds() adds plug-ins
-_PLUGGED: dict[str, type[Workload]] = {}
-
-
-def register(cls: type[Workload]) -> type[Workload]:
-    """Register a workload class kept outside this package (a class decorator)."""
-    if cls.kind in _WORKLOADS or not cls.kind:
-        raise ValueError(f"workload kind {cls.kind!r} is taken or empty")
-    _PLUGGED[cls.kind] = cls
-    return cls
-
-
-def workload_kinds() -> tuple[str, ...]:
-    load_plugins()
-    return (*_WORKLOADS, *_PLUGGED)
+_REGISTRY = KindRegistry("workload", "scenario.kind", _WORKLOADS, unknown="kind")
+register = _REGISTRY.register  # a class decorator, for a workload kept outside this package
+workload_kinds = _REGISTRY.kinds
 
 
 def workload_class(kind: str) -> type[Workload]:
     """The class of a workload kind; an unknown kind is a ConfigError (`check_kinds` names the
     file it came from first)."""
-    if kind in _WORKLOADS:
-        module, name = _WORKLOADS[kind]
-        return getattr(importlib.import_module(module), name)
-    load_plugins()
-    if kind not in _PLUGGED:
-        raise ConfigError("the config", "scenario.kind", f"unknown kind {kind!r}",
-                          f"use one of {workload_kinds()}")
-    return _PLUGGED[kind]
+    return _REGISTRY.cls(kind)
 
 
 def make_workload(sc: SweepConfig, tokenizer: Any, root: Path,

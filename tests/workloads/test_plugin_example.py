@@ -40,8 +40,8 @@ def plugin(tmp_path, monkeypatch) -> Path:
     from harness.workloads import registry as workloads
 
     sys.modules.pop("tiny_plugin", None)
-    engines._PLUGGED.pop("tinyserve", None)  # the next test sees the shipped kinds only
-    workloads._PLUGGED.pop("ladder", None)
+    engines._REGISTRY.plugged.pop("tinyserve", None)  # the next test sees the shipped kinds only
+    workloads._REGISTRY.plugged.pop("ladder", None)
 
 
 def test_the_example_is_not_shipped() -> None:
