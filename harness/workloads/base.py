@@ -7,8 +7,9 @@ lanes are its implementations (`harness.workloads.registry`); the runner never a
 
 A workload kind is a plug-in: its class says what a scenario of its kind may ask for (the
 class flags below), refuses the rest (`check`), and lays out the sweep's load axis
-(`load_axis`). The check step (`harness.workloads.registry.check_kinds`) asks it; nothing
-outside this package branches on the scenario's kind.
+(`load_axis`). The check step (`harness.workloads.registry.check_kinds`) asks it, so the
+config rules and the runner do not branch on the scenario's kind (what still does: reading a
+recorded point's `scenario_kind` to draw it, and the acceptance lookup below workloads).
 """
 
 from __future__ import annotations
