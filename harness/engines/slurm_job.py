@@ -22,6 +22,9 @@ from harness.config.schema import SlurmLaunchConfig
 from harness.engines.process import EngineStartError
 
 _SLURM_TIMEOUT_S = 30.0
+# How long a stop waits for Slurm to report the cancelled steps gone (slurmstepd's own kill
+# grace, KillWait, is 30 s by default; ours sends SIGKILL after 10 s, so this is ample).
+_SETTLE_S = 30.0
 
 
 class SlurmError(EngineStartError):
@@ -88,10 +91,14 @@ class Allocation:
     def running(self) -> bool:
         return self.state() == "RUNNING"
 
-    def release(self) -> None:
+    def release(self, settle_s: float = _SETTLE_S) -> None:
+        """Cancel the allocation the harness made, and wait (bounded) until Slurm lists no step
+        of it: `scancel` returns at once while the steps' tasks are still being killed, and a
+        sweep that went on (or exited) then would leave workers running for a while."""
         if self.owned:
             with contextlib.suppress(SlurmError):
                 _run(["scancel", self.job_id])
+            wait_steps_gone(self.job_id, None, settle_s)
 
 
 def allocate(cfg: SlurmLaunchConfig, nodes: int, name: str, timeout_s: float) -> Allocation:
@@ -221,6 +228,24 @@ def stop_steps(steps: list[Step], alloc: Allocation | None, grace_s: float = 10.
         for step_id in listed_steps(alloc.job_id, names):
             with contextlib.suppress(SlurmError):
                 _run(["scancel", step_id])
+        wait_steps_gone(alloc.job_id, names, _SETTLE_S)
+
+
+def wait_steps_gone(job_id: str, names: set[str] | None, settle_s: float) -> bool:
+    """Poll until Slurm lists no step of the job (of those names, when given): True when gone
+    within `settle_s`. A step Slurm still lists after that is left to Slurm, not waited on."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            out = _run(["squeue", "--steps", f"--jobs={job_id}", "--noheader",
+                        "--format=%i %j"])
+        except SlurmError:
+            return True  # the job is gone (squeue refuses an unknown job id)
+        left = [ln for ln in out.splitlines()
+                if ln.split() and (names is None or ln.split()[-1] in names)]
+        if not left or time.monotonic() >= deadline:
+            return not left
+        time.sleep(0.25)
 
 
 def listed_steps(job_id: str, names: set[str]) -> list[str]:
