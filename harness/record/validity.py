@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.config.schema import SweepConfig
+from harness.record.workload_traits import built_in_traits
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +114,9 @@ class ValiditySettings:
 def settings_for(sc: SweepConfig) -> ValiditySettings:
     """The one place config keys become thresholds (each key keeps its documented home)."""
     scen = sc.scenario
-    agentic = scen.kind == "agentic"
+    # session trees replayed for a duration have their own failure and time bounds; this layer
+    # sits below workloads/, so the built-in kind's traits answer (harness.record.workload_traits)
+    agentic = built_in_traits(scen.kind).has_sessions
     return ValiditySettings(
         max_failed_share=scen.max_failed_share if agentic else 1.0 - scen.min_success,
         max_stamp_err_ms=sc.client.max_stamp_err_ms,
