@@ -82,8 +82,12 @@ def templatize(argv: list[str], values: Mapping[str, str], model_paths: set[str]
                          else ("", "", ""))
         name, value = (flag, val) if eq else (prev, tok)
         sub = None
+        inside = next((value[len(m) + 1:] for m in model_paths
+                       if m and value.startswith(m.rstrip("/") + "/")), None)
         if value in model_paths and value:
             sub = "{model}"
+        elif inside:  # a file of the staged checkpoint: its directory as the engine sees it
+            sub = "{model_dir}/" + escape_braces(inside)
         elif PORT_FLAG.match(name) and value.isdigit() and 0 <= int(value) - port <= PORT_SPAN:
             k = int(value) - port
             sub = "{port}" if k == 0 else f"{{port+{k}}}"

@@ -88,7 +88,9 @@ def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str | None
         bind = host if host is not None and named else s.engine.host
         bare = replace(s, engine=replace(s.engine, image=None, setup=[], host=bind))
         adapter = make_adapter(bare)
-        plan = adapter.launch_plan(port + s.engine.port_offset, max(s.concurrency))
+        plan = in_engine_paths(adapter.launch_plan(port + s.engine.port_offset,
+                                                   max(s.concurrency)), bare, s,
+                               adapter.checkpoint)
         t = s.topology
         values = {"host": bind, "tp": str(t.tp), "dp": str(t.tp if t.dp_attention else 1),
                   "launch_dir": "{launch_dir}", "model": adapter.checkpoint,
@@ -104,6 +106,22 @@ def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str | None
         })
         out.append(item)
     return out
+
+
+def in_engine_paths(plan: Any, bare: SweepConfig, sc: SweepConfig, checkpoint: str) -> Any:
+    """The plan rendered without its container, with {model_dir} as the engine in `sc`'s
+    container sees it (the HF cache mounted at /root/.cache/huggingface) rather than the
+    host's cache path the container-less rendering resolves."""
+    from harness.engines.weights import model_dir, names_model_dir
+
+    if not names_model_dir(sc):
+        return plan
+    host, inside = model_dir(bare, checkpoint), model_dir(sc, checkpoint)
+    if host == inside:
+        return plan
+    return replace(plan, argv=[a.replace(host, inside) for a in plan.argv],
+                   env={k: v.replace(host, inside) for k, v in plan.env.items()},
+                   files={k: v.replace(host, inside) for k, v in plan.files.items()})
 
 
 def container_view(sc: SweepConfig, port: int, conc: int) -> dict[str, Any] | None:

@@ -11,15 +11,19 @@ from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
 
 # What a template may name. max_model_len is InferenceX's (isl + osl + 200, its matrix
-# generator), not the adapters' own margin.
-PLACEHOLDERS = ("model", "served_name", "port", "host", "tp", "ep", "pp", "dp", "conc", "isl",
-                "osl", "max_model_len", "python", "extra_options")
+# generator), not the adapters' own margin. model_dir is the checkpoint's directory as the
+# engine sees it (harness/engines/weights.py model_dir), for a file inside the checkpoint.
+PLACEHOLDERS = ("model", "model_dir", "served_name", "port", "host", "tp", "ep", "pp", "dp",
+                "conc", "isl", "osl", "max_model_len", "python", "extra_options")
 
 
 def template_values(sc: SweepConfig, checkpoint: str, served_name: str, python: str,
                     port: int, concurrency: int, extra_options: str = "") -> dict[str, str]:
+    from harness.engines.weights import model_dir, names_model_dir
+
     t, s = sc.topology, sc.scenario
-    values = {"model": checkpoint, "served_name": served_name, "port": port,
+    where = model_dir(sc, checkpoint) if names_model_dir(sc) else ""
+    values = {"model": checkpoint, "model_dir": where, "served_name": served_name, "port": port,
               "host": sc.engine.host, "tp": t.tp, "ep": t.ep, "pp": t.pp,
               "dp": t.tp if t.dp_attention else 1, "conc": concurrency, "isl": s.isl,
               "osl": s.osl, "max_model_len": max_model_len(s.isl, s.osl), "python": python,

@@ -97,6 +97,42 @@ def _probe(repo: str, filename: str) -> str | None:
         return f"{endpoint} is unreachable ({reason})"
 
 
+# The HF cache as the engine's docker container sees it (harness/engines/base.py mounts
+# ~/.cache/huggingface there); without docker (on this host, or pyxis, which shares the
+# host's home) the engine reads the host's own cache at its own path.
+CONTAINER_HF_HOME = "/root/.cache/huggingface"
+UNCACHED = "<not in the HF cache>"
+
+
+def engine_hub_cache(sc: Any) -> tuple[Path, str]:
+    """(the host directory of the HF cache the engine reads, that directory's path as the
+    engine sees it)."""
+    if sc.engine.image and sc.engine.container_runtime == "docker":
+        return Path.home() / ".cache" / "huggingface" / "hub", f"{CONTAINER_HF_HOME}/hub"
+    return hub_cache(), str(hub_cache())
+
+
+def snapshot_revision(hub: Path, repo: str) -> str | None:
+    """The commit `refs/main` of `repo` names in the cache `hub`, when its snapshot is there."""
+    entry = hub / f"models--{repo.replace('/', '--')}"
+    ref = entry / "refs" / "main"
+    rev = ref.read_text().strip() if ref.is_file() else ""
+    return rev if rev and (entry / "snapshots" / rev).is_dir() else None
+
+
+def model_dir(sc: Any, checkpoint: str) -> str:
+    """{model_dir}: the checkpoint's directory as the engine sees it, for a command that names
+    a file inside the checkpoint (`--chat_template {model_dir}/chat_template.jinja`). A local
+    checkpoint is its own path; a Hugging Face id is its snapshot in the HF cache the engine
+    reads (`<cache>/models--org--name/snapshots/<refs/main>`). Not in that cache: the revision
+    is UNCACHED, and check_hub_access stops the sweep before any launch."""
+    if _local(checkpoint):
+        return checkpoint
+    host, inside = engine_hub_cache(sc)
+    rev = snapshot_revision(host, checkpoint) or UNCACHED
+    return f"{inside}/models--{checkpoint.replace('/', '--')}/snapshots/{rev}"
+
+
 def _local(source: str) -> bool:
     return source.startswith(("/", "./", "~")) or Path(source).expanduser().exists()
 
@@ -114,6 +150,13 @@ def hub_sources(sc: Any) -> list[tuple[str, str]]:
         precision = sc.precision or m.default_precision
         out.append(("weights", str(m.checkpoints.get(precision, m.hf_id))))
     return out
+
+
+def names_model_dir(sc: Any) -> bool:
+    """Whether the engine's command, environment or files name {model_dir}."""
+    e = sc.engine
+    texts = [*(e.argv_template or []), *e.extra_args, *e.env.values(), *e.files.values()]
+    return any("{model_dir}" in str(t) for t in texts)
 
 
 def check_hub_access(sc: Any) -> None:
@@ -145,6 +188,14 @@ def check_hub_access(sc: Any) -> None:
         if what == "tokenizer":
             fix += " (or model.tokenizer=<a local directory with its tokenizer>)"
         fixes.append(fix)
+    if names_model_dir(sc):
+        checkpoint = hub_sources(sc)[-1][1] if hub_sources(sc) else ""
+        host, _ = engine_hub_cache(sc)
+        if checkpoint and not _local(checkpoint) and snapshot_revision(host, checkpoint) is None:
+            problems.append(f"the command reads files inside the checkpoint {checkpoint} "
+                            "({model_dir}), whose snapshot (refs/main) is not in the HF cache "
+                            f"the engine mounts, {host}")
+            fixes.append(f"`hf download {checkpoint}` into that cache before the sweep")
     if problems:
         raise WeightsNotFound(f"model {sc.model.name}: {'; '.join(problems)}; fix: "
                               f"{'; '.join(dict.fromkeys(fixes))}")

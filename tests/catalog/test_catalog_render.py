@@ -26,7 +26,6 @@ from harness.catalog.client_settings import client_settings
 from harness.catalog.compare import argv_changes, env_changes
 from harness.catalog.diff import diff_text
 from harness.catalog.local_paths import localize
-from harness.catalog.multinode import CatalogError
 from harness.catalog.recipe_writer import (
     catalog_to_recipe,
     server_setup,
@@ -35,6 +34,7 @@ from harness.catalog.recipe_writer import (
 )
 from harness.catalog.render import compose_recipe, render_launches
 from harness.engines.trtllm import METRICS_OPTIONS
+from harness.engines.weights import model_dir
 from harness.engines.workspace import FILE_PREFIX, file_mounts
 from tests.catalog.catalog_capture_fixtures import COMMIT, FIXTURES, as_capture_file
 
@@ -42,10 +42,6 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "recipe"
 CAPTURED = RECIPES / "captured"
 SHIPPED = sorted(p for p in CAPTURED.glob("*.json")) if CAPTURED.is_dir() else []
 ADDED_FLAGS = {"sglang": [("--enable-metrics",)]}
-# Keys whose server reads a file inside the runner's staged checkpoint
-# (`--chat_template $MODEL_PATH/chat_template.jinja`, minimaxm3_fp4_b*_trt_mtp.sh@843c6254):
-# the importer refuses them rather than ship /scratch paths.
-REFUSED = {"minimaxm3-fp4-b200-trtllm-agentic-mtp", "minimaxm3-fp4-b300-trtllm-agentic-mtp"}
 
 
 def _ident(tp: Any, ep: Any, dpa: Any, conc: Any, kv: Any = "none", spec: Any = True
@@ -77,7 +73,12 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
     recipe = recipe if recipe is not None else catalog_to_recipe(launches, entry, key, COMMIT)
     ports = {int((c.get("env_in") or {}).get("PORT", 8888)) for c in launches}
     assert len(ports) == 1, f"{key}: launches on several job ports {ports}"
-    rendered = render_launches(compose_recipe(recipe), port=ports.pop())
+    sc = compose_recipe(recipe)
+    rendered = render_launches(sc, port=ports.pop())
+    # a file inside the staged checkpoint (`$MODEL_PATH/chat_template.jinja`) is that file of
+    # the checkpoint's snapshot in the HF cache the engine's container mounts
+    inside = model_dir(sc, sc.model.checkpoints.get(sc.precision or sc.model.default_precision,
+                                                    sc.model.hf_id))
     by_id = {}
     for r in rendered:
         t = r["topology"]
@@ -85,7 +86,8 @@ def compare(entry: dict, launches: list[dict], key: str, recipe: dict | None = N
             by_id[_ident(t["tp"], t["ep"], t["dp_attention"], c, r["kv_offload"]["backend"],
                          r["speculator"]["method"] != "none")] = r
     problems: list[str] = []
-    ok = [_as_hf_id(localize(c), str(entry.get("model") or "")) for c in launches if usable(c)]
+    ok = [_as_hf_id(localize(c), str(entry.get("model") or ""), inside)
+          for c in launches if usable(c)]
     for cap in ok:
         job = cap.get("job") or {}
         lid = _ident(job.get("tp", 1), job.get("ep", 1), job.get("dp-attn", False), cap["conc"],
@@ -170,18 +172,25 @@ def client_problems(cap: dict, client: dict) -> list[str]:
             if got.get(k) != v]
 
 
-def _as_hf_id(c: dict, entry_model: str) -> dict:
+def _as_hf_id(c: dict, entry_model: str, inside: str) -> dict:
     """The capture with the path its server loads the checkpoint from (a runner's cluster copy,
     MODEL_PATH) written as the checkpoint it is a copy of (the job's `model:`), so the recipe's
     rendered {model} (the model recipe's checkpoint for the recipe's precision) must be that
-    very checkpoint: the named difference "a staged path shown as its HF id", and no other."""
+    very checkpoint: the named difference "a staged path shown as its HF id", and no other.
+    A file under that path is the same file under `inside`, the directory the rendered
+    {model_dir} names (the snapshot of the recipe's checkpoint as the engine sees it)."""
     path, model = weights_of(c), str((c.get("job") or {}).get("model") or entry_model)
     if not path or not model or path == model:
         return c
+    below = path.rstrip("/") + "/"
+
+    def one(a: str) -> str:
+        return (model if a == path else inside + "/" + a[len(below):] if a.startswith(below)
+                else a)
+
     srv = dict(c["server"])
-    srv["argv"] = [model if a == path else
-                   f"{a.partition('=')[0]}={model}" if a.startswith("-") and
-                   a.partition("=")[2] == path else a for a in srv["argv"]]
+    srv["argv"] = [f"{a.partition('=')[0]}={one(a.partition('=')[2])}" if a.startswith("-")
+                   and "=" in a else one(a) for a in srv["argv"]]
     srv["env_added"] = {k: model if v == path else v
                         for k, v in (srv.get("env_added") or {}).items()}
     return {**c, "server": srv}
@@ -273,13 +282,6 @@ def test_every_shipped_capture_renders_back(path: Path) -> None:
     if doc.get("kind") == "multinode" or not any(usable(c) for c in doc.get("launches") or []):
         pytest.skip(f"{doc['key']}: {doc.get('reason') or 'nothing captured'}")
     shipped = RECIPES / f"{doc['key']}.yaml"
-    if doc["key"] in REFUSED:
-        with pytest.raises(CatalogError, match=rf"^{doc['key']}: .*paths of the machine .*/"
-                           r".*chat_template\.jinja is a file of the staged checkpoint "
-                           r"nvidia/MiniMax-M3-NVFP4 itself"):
-            catalog_to_recipe(doc["launches"], doc["entry"], doc["key"], doc["commit"])
-        assert not shipped.exists()
-        return
     assert shipped.is_file(), f"{shipped}: no recipe for a captured key; run harness catalog import"
     recipe = yaml.safe_load(shipped.read_text())
     # the shipped file is what the importer writes from these captures (nothing hand-edited)

@@ -119,8 +119,6 @@ def test_unreachable_hub_is_one_fast_refusal(monkeypatch: pytest.MonkeyPatch,
     assert "`hf download nvidia/DeepSeek-R1-0528-FP4-V2" in msg
 
 
-# The sweep calls check_hub_access only once harness/sweep/runner.py's prepare_job does (the
-# lead wires it: see docs/catalog.md); strict, so this flips to a failure the day it works.
 def test_offline_recipe_sweep_stops_before_launch(monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path: Path) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -130,3 +128,52 @@ def test_offline_recipe_sweep_stops_before_launch(monkeypatch: pytest.MonkeyPatc
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("harness:")]
     assert len(lines) == 1 and "model deepseek-r1" in lines[0] and "hf download" in lines[0]
     assert "Traceback" not in r.stderr
+
+
+# A command naming a file inside its checkpoint (`--chat_template
+# $MODEL_PATH/chat_template.jinja`, minimaxm3_fp4_b200_trt_mtp.sh@843c6254) as {model_dir}.
+MODEL_DIR_KEY = "minimaxm3-fp4-b200-trtllm-agentic-mtp"
+SNAPSHOT = ("/root/.cache/huggingface/hub/models--nvidia--MiniMax-M3-NVFP4/snapshots/"
+            + "0" * 40 + "/chat_template.jinja")
+
+
+def _model_dir_cache(cache: Path) -> None:
+    _snapshot(cache, "MiniMaxAI/MiniMax-M3", "tokenizer.json")
+    _snapshot(cache, "nvidia/MiniMax-M3-NVFP4", "config.json")
+
+
+def test_dry_run_shows_the_checkpoint_directory_the_engine_sees(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """{model_dir} is the checkpoint's snapshot in the HF cache the engine's container mounts
+    (~/.cache/huggingface at /root/.cache/huggingface), its revision read from refs/main; the
+    sweep's checks pass with it cached."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HF_HOME", raising=False)
+    cache = tmp_path / "home" / ".cache" / "huggingface" / "hub"
+    _model_dir_cache(cache)
+    recipe = yaml.safe_load((ROOT / "recipes" / "recipe" / f"{MODEL_DIR_KEY}.yaml").read_text())
+    check_hub_access(compose_recipe(recipe))
+    r = harness("sweep", f"recipe={MODEL_DIR_KEY}", "concurrency=[1]", "--dry-run", timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    argv = [ln for ln in r.stdout.splitlines() if "server argv:" in ln]
+    assert argv and all(f"--chat_template {SNAPSHOT} " in ln for ln in argv), argv
+
+
+def test_a_command_reading_the_checkpoint_needs_it_in_the_mounted_cache(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Cached only where the engine's container does not look (HF_HUB_CACHE elsewhere than the
+    ~/.cache/huggingface it mounts): the snapshot's directory is unknown, so the sweep stops
+    before any launch, naming {model_dir}, the cache and the fix."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "elsewhere"))
+    _model_dir_cache(tmp_path / "elsewhere")
+    recipe = yaml.safe_load((ROOT / "recipes" / "recipe" / f"{MODEL_DIR_KEY}.yaml").read_text())
+    with pytest.raises(WeightsNotFound) as e:
+        check_hub_access(compose_recipe(recipe))
+    msg = str(e.value)
+    assert "inside the checkpoint nvidia/MiniMax-M3-NVFP4 ({model_dir})" in msg
+    assert str(tmp_path / "home" / ".cache" / "huggingface" / "hub") in msg
+    assert "`hf download nvidia/MiniMax-M3-NVFP4` into that cache" in msg
