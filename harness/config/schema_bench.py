@@ -7,35 +7,57 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.config.fields import setting
+
 
 @dataclass
 class ClientConfig:
-    timeout_s: float = 3600.0
-    stall_timeout_s: float = 600.0  # a stream silent this long fails; most failing = hung engine
+    timeout_s: float = setting(3600.0, gt=0, help="seconds a request may take in all",
+                               fix="e.g. client.timeout_s=3600")
+    stall_timeout_s: float = setting(
+        600.0, gt=0, fix="e.g. client.stall_timeout_s=600",
+        help="a stream silent this long fails; a point where most do = a hung engine")
     strict_sse: bool = False
-    max_stamp_err_ms: float = 1.0
-    max_cpu_share: float = 0.95
+    max_stamp_err_ms: float = setting(
+        1.0, gt=0, fix="e.g. client.max_stamp_err_ms=1.0",
+        help="estimated p99 timestamp error (ms) above which a point is flagged")
+    max_cpu_share: float = setting(0.95, gt=0, le=1, fix="a share in (0, 1], e.g. 0.95",
+                                   help="the client's CPU share above which a point is flagged")
     # An SSE event larger than this fails its request with a reason (a server that never ends
     # an event would otherwise grow the client's buffer without bound).
-    max_event_bytes: int = 4 << 20
+    max_event_bytes: int = setting(4 << 20, ge=1024, fix="e.g. client.max_event_bytes=4194304",
+                                   help="an SSE event larger than this fails its request")
     # Client processes a point's load is split over (harness/client/workers.py); 1: one.
-    workers: int = 1
+    workers: int = setting(
+        1, ge=1, le=256, fix="e.g. client.workers=2 (one client process per core)",
+        help="client processes a point's load is split over")
     # Agentic lanes over workers > 1: "scheduler" (one scheduler, the HTTP work over the
     # processes: harness/client/pool.py, AIPerf's shape) | "lanes" (the lanes themselves,
     # each process its own scheduler on a shared idle clock: harness/workloads/replay_split.py)
-    agentic_workers: str = "scheduler"
+    agentic_workers: str = setting(
+        "scheduler", choices=("scheduler", "lanes"), noun="split",
+        fix="use scheduler (the default) or lanes (docs/replay.md)",
+        help="agentic lanes over workers > 1: one scheduler, or the lanes split")
     # What reads the measured stream: aiohttp, or httptools (our own protocol over llhttp,
     # harness/client/h1_stream.py; docs/client.md "Transports").
-    transport: str = "aiohttp"
+    transport: str = setting("aiohttp", choices=("aiohttp", "httptools"),
+                             fix="use aiohttp (the default) or httptools (docs/client.md)",
+                             help="what reads the measured stream")
     # httptools only: "compiled" (the steady read in C where harness.client._fastread is built,
     # else the Python read; provenance's versions say which) | "python" (docs/client.md "The
     # compiled read")
-    read_path: str = "compiled"
+    read_path: str = setting("compiled", choices=("compiled", "python"),
+                             fix="use compiled (the default) or python (docs/client.md)",
+                             help="httptools only: the steady read in C, or in Python")
     # A point is flagged when the client held requests longer than this between issuing one
     # and its body reaching the socket (p99, connection set-up excluded)...
-    max_queue_delay_ms: float = 10.0
+    max_queue_delay_ms: float = setting(
+        10.0, gt=0, fix="e.g. client.max_queue_delay_ms=10",
+        help="p99 client-side hold (ms) above which a point is flagged")
     # ...or when its worst event-loop stall could move p99 E2EL/TPOT by more than this share.
-    max_stall_share: float = 0.01
+    max_stall_share: float = setting(
+        0.01, gt=0, le=1, fix="a share in (0, 1], e.g. 0.01",
+        help="p99 E2EL/TPOT share a loop stall may move before a point is flagged")
 
 
 @dataclass
@@ -55,13 +77,15 @@ class TelemetryConfig:
 class ValidityConfig:
     """How strictly the bench around the client is judged (harness.record.validity)."""
 
-    # The host (harness.telemetry.host): invalid | warn (kept, marked host_warning) | off.
-    # warn by default until the bounds are calibrated: on the 2-vCPU VMs this project runs on,
-    # hypervisor steal measured 5-20 % through whole sessions (docs/host.md), which would
-    # invalidate every point; validity.host=invalid judges as the issue asks.
-    host: str = "warn"
+    # The host (harness.telemetry.host): CPU of processes outside the harness's and the
+    # engine's trees, and the GPUs' clocks: invalid | warn (kept, marked host_warning) | off.
+    host: str = "invalid"
     host_foreign_cpu_max: float = 0.2  # cores used by processes outside ours, window mean
-    host_steal_max: float = 0.05  # the hypervisor's steal, share of CPU time
+    # The hypervisor's steal, judged apart from the host's processes: something the VM's user
+    # cannot stop, so an oversubscribed instance can keep its points marked (steal=warn)
+    # and keep the foreign-CPU rule. Bound from measured windows: docs/host.md.
+    steal: str = "invalid"
+    host_steal_max: float = 0.05  # share of all CPU time through the window
     # Completed requests a point needs for the percentiles its kind reports (fixed: p90,
     # agentic: AgentX's p95): invalid | warn (kept, marked sample_warning) | off
     sample: str = "warn"

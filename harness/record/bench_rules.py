@@ -19,27 +19,35 @@ _HOST_REMEDY = ("measure on a quiet host: stop the processes named in host_forei
 
 
 def host_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
-    """The host must not have disturbed the point: CPU taken by processes outside ours, and the
-    hypervisor's steal (harness.telemetry.host.HostFigures.fields). Nothing when the host was
-    not sampled or `validity.host=off`; with `warn` the rules pass and say what they saw
-    (`host_warning` marks the point: `host_facts`)."""
-    if s.host == "off" or not _num(f.get("host_covered_s")) > 0:
+    """The host must not have disturbed the point: CPU taken by processes outside ours
+    (`validity.host`), and the hypervisor's steal (`validity.steal`), from
+    harness.telemetry.host.HostFigures.fields. Nothing when the host was not sampled or the
+    mode is `off`; with `warn` the rule passes and says what it saw (`host_warning` marks the
+    point: `host_facts`)."""
+    if not _num(f.get("host_covered_s")) > 0:
         return []
-    foreign, steal = _num(f.get("host_foreign_cpu")), _num(f.get("host_steal_share"))
-    top = ", ".join(f.get("host_foreign_top") or []) or "no process named"
-    kept = " (kept: validity.host=warn)" if s.host == "warn" else ""
-    fk, sk = not foreign > s.host_foreign_cpu_max, not steal > s.host_steal_max
-    return [
-        Rule("host_foreign_cpu", fk or s.host == "warn", _finite(foreign),
-             f"<= {s.host_foreign_cpu_max:g} cores",
-             f"other processes used {foreign:.2f} cores through the window (busiest: {top})"
-             + ("" if fk else kept), _HOST_REMEDY),
-        Rule("host_steal", sk or s.host == "warn", _finite(steal),
-             f"<= {_pct(s.host_steal_max)} of CPU time",
-             f"the hypervisor took {100 * steal:.1f}% of CPU time (steal)" + ("" if sk else kept),
-             "measure on a host whose hypervisor does not oversubscribe its CPUs (a dedicated "
-             "or bare-metal instance); validity.host=warn keeps such points with a mark"),
-    ]
+    out = []
+    if s.host != "off":
+        foreign = _num(f.get("host_foreign_cpu"))
+        top = ", ".join(f.get("host_foreign_top") or []) or "no process named"
+        ok = not foreign > s.host_foreign_cpu_max
+        out.append(Rule(
+            "host_foreign_cpu", ok or s.host == "warn", _finite(foreign),
+            f"<= {s.host_foreign_cpu_max:g} cores",
+            f"other processes used {foreign:.2f} cores through the window (busiest: {top})"
+            + ("" if ok or s.host != "warn" else " (kept: validity.host=warn)"), _HOST_REMEDY))
+    if s.steal != "off":
+        steal = _num(f.get("host_steal_share"))
+        ok = not steal > s.host_steal_max
+        out.append(Rule(
+            "host_steal", ok or s.steal == "warn", _finite(steal),
+            f"<= {_pct(s.host_steal_max)} of CPU time",
+            f"the hypervisor took {100 * steal:.1f}% of CPU time (steal)"
+            + ("" if ok or s.steal != "warn" else " (kept: validity.steal=warn)"),
+            "rerun the point when the hypervisor is not oversubscribed (steal comes in bursts), "
+            "or measure on a dedicated or bare-metal instance; validity.steal=warn keeps such "
+            "points with a mark"))
+    return out
 
 
 def gpu_clock_rules(f: Mapping[str, Any], s: ValiditySettings) -> list[Rule]:
@@ -121,11 +129,11 @@ def sample_facts(rules: Iterable[Rule]) -> dict[str, Any]:
 
 
 def host_facts(rules: Iterable[Rule], s: ValiditySettings) -> dict[str, Any]:
-    """`host_warning` on a point `validity.host=warn` kept although the host disturbed it."""
-    if s.host != "warn":
-        return {}
+    """`host_warning` on a point `validity.host=warn` or `validity.steal=warn` kept although
+    the host disturbed it."""
     seen = [r.message for r in rules if r.name.startswith(("host_", "gpu_"))
-            and "(kept: validity.host=warn)" in r.message]
+            and ("(kept: validity.host=warn)" in r.message
+                 or "(kept: validity.steal=warn)" in r.message)]
     return {"host_warning": "; ".join(seen)} if seen else {}
 
 

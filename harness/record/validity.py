@@ -93,10 +93,12 @@ class ValiditySettings:
     al_min_drafts: float = 200  # ...and the fewest independent draws that can judge it
     # The host (harness.telemetry.host): "invalid" (a disturbed point is invalid), "warn" (kept,
     # marked `host_warning`), "off" (not judged). Bounds: CPU of processes outside the harness's
-    # and the engine's trees, in cores averaged over the window, and the hypervisor's steal as a
-    # share of CPU time. Why these values: docs/methodology.md, "The host".
+    # and the engine's trees, in cores averaged over the window (`host`, which also judges the
+    # GPUs' clocks), and the hypervisor's steal as a share of CPU time (`steal`, its own mode).
+    # Why these values: docs/host.md, "Foreign CPU and steal".
     host: str = "invalid"
     host_foreign_cpu_max: float = 0.2
+    steal: str = "invalid"
     host_steal_max: float = 0.05
     # The fewest completed requests a point of each kind needs for the percentiles it reports
     # (harness.record.metrics.needed_for): fixed-sequence p90 (10), agentic p95 (AgentX's
@@ -149,8 +151,12 @@ def host_settings(sc: SweepConfig) -> dict[str, Any]:
             raise ConfigError("the config", f"validity.{key}",
                               f"must be >= 0, got {getattr(v, key)}",
                               f"set validity.{key}={getattr(ValiditySettings, key)}")
+    steal = getattr(v, "steal", ValiditySettings().steal)
+    if steal not in HOST_MODES:
+        raise ConfigError("the config", "validity.steal", f"unknown mode {steal!r}",
+                          f"set validity.steal to one of {', '.join(HOST_MODES)}")
     out: dict[str, Any] = {"host": v.host, "host_foreign_cpu_max": float(v.host_foreign_cpu_max),
-                           "host_steal_max": float(v.host_steal_max)}
+                           "steal": steal, "host_steal_max": float(v.host_steal_max)}
     if v.sample not in HOST_MODES:
         raise ConfigError("the config", "validity.sample", f"unknown mode {v.sample!r}",
                           f"set validity.sample to one of {', '.join(HOST_MODES)}")

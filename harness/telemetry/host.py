@@ -12,7 +12,11 @@ did in the window is foreign:
 so a neighbour counts whether or not /proc shows it (a process in another PID namespace, one
 that started and ended between two samples). The part /proc names is split out as `procs`
 (user-space processes, the top ones named), `kernel` (kernel threads: kworkers, ksoftirqd,
-...), and the rest is `unattributed` (mostly short-lived processes). Interrupt time (irq,
+...), and the rest is `unattributed`. A process that lives and ends between two samples is
+counted in its parent's tree, through the parent's reaped-children time (cutime + cstime): a
+one-shot tool one of our processes runs is ours, one a neighbour's shell runs is foreign;
+`unattributed` is what no parent reaped in sight (a daemon's double fork, another PID
+namespace). Interrupt time (irq,
 softirq) is left out of foreign and reported apart (`irq`): the kernel accounts our own
 loopback traffic's softirq work there, to no process. Kernel-thread work done for us still
 lands in foreign (the bound leaves room for it: docs/host.md).
@@ -56,6 +60,14 @@ class ProcTimes:
     kernel: bool
     cpu_s: float  # utime + stime
     start_ticks: int  # with pid, names one process across samples (pids are reused)
+    # cutime + cstime: the CPU of its children that ended and that it reaped. A helper that
+    # runs and exits between two samples (a one-shot tool a harness process runs) is never seen
+    # itself; its time arrives here, in its parent's line, and so lands in its parent's tree.
+    reaped_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return self.cpu_s + self.reaped_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +112,11 @@ def parse_stat(pid: int, text: str) -> ProcTimes | None:
     f = tail.split()
     if len(f) < 20:
         return None
-    # f[0] is field 3 (state): ppid is field 4, flags 9, utime 14, stime 15, starttime 22.
+    # f[0] is field 3 (state): ppid is field 4, flags 9, utime 14, stime 15, cutime 16,
+    # cstime 17, starttime 22.
     return ProcTimes(pid, int(f[1]), comm, bool(int(f[6]) & PF_KTHREAD),
-                     (int(f[11]) + int(f[12])) * TICK_S, int(f[19]))
+                     (int(f[11]) + int(f[12])) * TICK_S, int(f[19]),
+                     (int(f[13]) + int(f[14])) * TICK_S)
 
 
 def read_processes(proc: Path = PROC) -> list[ProcTimes]:
@@ -200,11 +214,18 @@ class HostSampler:
         ours = descendants(procs, self.roots)
         ours_s = procs_s = kernel_s = 0.0
         foreign: list[tuple[int, str, float]] = []
+        # A process first seen now ran all its CPU time in this interval only if it started in
+        # it; the first sample sees every process, so this holds after it.
+        delta = {key: p.total_s - (before[key].total_s if key in before else 0.0)
+                 for key, p in now.items()}
+        # A process that ended since the last sample: its parent's reaped time now holds its
+        # whole life, of which the readings so far counted what it had at the last sample.
+        by_pid = {p.pid: key for key, p in now.items()}
+        for key, gone in before.items():
+            if key not in now and (parent := by_pid.get(gone.ppid)) is not None:
+                delta[parent] -= gone.total_s
         for key, p in now.items():
-            old = before.get(key)
-            d = p.cpu_s - (old.cpu_s if old else 0.0)
-            # A process first seen now ran all its CPU time in this interval only if it
-            # started in it; the first sample sees every process, so this holds after it.
+            d = delta[key]
             if d <= 0:
                 continue
             if p.pid in ours:

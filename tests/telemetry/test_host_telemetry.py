@@ -133,7 +133,7 @@ def test_window_figures_prorate_readings_at_the_edges() -> None:
 
 @pytest.mark.parametrize("mode", ["invalid", "warn", "off"])
 def test_host_rules_modes(mode: str) -> None:
-    s = ValiditySettings(host=mode)
+    s = ValiditySettings(host=mode, steal=mode)
     disturbed = host.HostFigures(10.0, 10.0, foreign_cores=0.9, procs_cores=0.9,
                                  kernel_cores=0.0, unattributed_cores=0.0, ours_cores=1.0,
                                  steal_share=0.2, top=((7, "yes", 0.9),)).fields()
@@ -150,8 +150,56 @@ def test_host_rules_modes(mode: str) -> None:
     else:
         assert v.valid
         assert "kept: validity.host=warn" in host_facts(rules, s)["host_warning"]
+        assert "kept: validity.steal=warn" in host_facts(rules, s)["host_warning"]
     quiet = {**disturbed, "host_foreign_cpu": 0.05, "host_steal_share": 0.01}
     assert judge(host_rules(quiet, s)).valid and host_facts(host_rules(quiet, s), s) == {}
+
+
+def test_invalid_is_the_default_and_steal_is_judged_apart() -> None:
+    from types import SimpleNamespace
+
+    from harness.config.schema import ValidityConfig
+    from harness.record.validity import host_settings
+
+    s = ValiditySettings(**host_settings(SimpleNamespace(validity=ValidityConfig())))
+    assert (s.host, s.steal) == ("invalid", "invalid")
+    figures = host.HostFigures(10.0, 10.0, foreign_cores=0.05, ours_cores=1.0,
+                               steal_share=0.12).fields()
+    v = judge(host_rules(figures, s))
+    assert [r.name for r in v.failed] == ["host_steal"] and "12.0% of CPU time" in v.reasons[0]
+    # an oversubscribed VM keeps its points marked for steal, and still judges its neighbours
+    kept = ValiditySettings(**host_settings(SimpleNamespace(
+        validity=ValidityConfig(steal="warn"))))
+    rules = host_rules(figures, kept)
+    assert judge(rules).valid
+    assert "kept: validity.steal=warn" in host_facts(rules, kept)["host_warning"]
+    neighbour = {**figures, "host_foreign_cpu": 0.9}
+    assert [r.name for r in judge(host_rules(neighbour, kept)).failed] == ["host_foreign_cpu"]
+    assert [r.name for r in host_rules(figures, ValiditySettings(steal="off"))] == [
+        "host_foreign_cpu"]
+
+
+def test_a_helper_that_starts_and_ends_between_samples_is_ours() -> None:
+    """One-shot tools a harness process runs (each gone before the next sample) land in
+    ours through the parent's reaped-children time, not in foreign's unattributed rest."""
+    burn = [sys.executable, "-c",
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.15: pass"]
+    with host.HostSampler(1.0) as h:
+        time.sleep(1.2)  # the first sample is the baseline
+        before = os.times()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 4.0:
+            subprocess.run(burn, check=True)
+        t1 = time.perf_counter()
+        after = os.times()
+        assert h.wait_past(t1, 3.0)
+    children = (after.children_user + after.children_system
+                - before.children_user - before.children_system) / (t1 - t0)
+    f = host.window_figures(h.readings, t0, t1)
+    assert children > 0.1  # the helpers ran, on a shared host too
+    assert f.ours_cores >= 0.8 * children, (f, children)
+    # none of it left in foreign: what foreign holds is other processes' (named) and the kernel's
+    assert f.unattributed_cores < 0.5 * children, (f, children)
 
 
 def test_an_unsampled_host_is_not_judged() -> None:

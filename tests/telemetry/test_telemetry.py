@@ -181,7 +181,7 @@ def test_a_gap_and_a_vanished_device_invalidate_power_but_not_the_point(
     trace = {"t0": time.time(), "devices": LAW, "faults_from": "loop",
              "gaps": [[0.7, 1.3]], "device_stops": {"1": 1.5}}
     rec, run, _ = _measure(tmp_path, monkeypatch, trace, "nvidia-smi", "telemetry.max_gap_s=0.5")
-    assert rec.status == "ok" and rec.valid
+    assert rec.status == "ok" and rec.valid, rec.reasons
     assert rec.metrics["power_valid"] == 0
     assert not any(k.startswith("measured_") for k in rec.metrics)
     audit = json.loads((run.root / "power" / f"{rec.point_id}.json").read_text())
