@@ -6,7 +6,9 @@ network."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -128,3 +130,39 @@ def test_a_relative_data_path_is_the_users_file_else_the_shipped_one(tmp_path,
     shipped = "scenarios/fixed-128x64.yaml"  # not in the user's scenarios/: the shipped one
     assert data_path(shipped) == repo_root() / shipped and data_path(shipped).is_file()
     assert data_path("/abs/x") == Path("/abs/x")
+
+
+def test_a_users_own_trace_by_a_relative_path_from_elsewhere(installed) -> None:
+    """`harness traces stats` from a directory outside the clone: a relative path is the user's
+    file there when it exists (even where a shipped file has the same name), else the shipped
+    one; a path in neither place names both."""
+    away = installed[1]
+    shipped = "scenarios/traces/weka-cc-traces/trace_0026.json"
+    mine = away / shipped  # the same relative path as a shipped trace, but the user's own
+    mine.parent.mkdir(parents=True)
+    trace = json.loads((CHECKOUT / shipped).read_text())
+    trace["requests"] = trace["requests"][:2]  # two requests: the shipped file has three
+    mine.write_text(json.dumps(trace))
+    try:
+        r = _run(installed, "harness", "traces", "stats", shipped)
+        assert r.returncode == 0, r.stderr
+        assert _requests(r.stdout) == 2
+        (away / "own.json").write_text(json.dumps(trace))
+        r = _run(installed, "harness", "traces", "stats", "own.json")
+        assert r.returncode == 0, r.stderr
+        assert _requests(r.stdout) == 2
+    finally:
+        shutil.rmtree(away / "scenarios")
+        (away / "own.json").unlink(missing_ok=True)
+    r = _run(installed, "harness", "traces", "stats", shipped)  # now the shipped one
+    assert r.returncode == 0, r.stderr
+    assert _requests(r.stdout) == 3
+    r = _run(installed, "harness", "traces", "stats", "missing.json")
+    assert r.returncode == 2, r.stderr
+    line, = r.stderr.splitlines()
+    assert f"{away}/missing.json" in line and "harness/shipped/missing.json" in line, line
+
+
+def _requests(stats: str) -> int:
+    """The request count `harness traces stats` prints ("sessions 1, requests 3, ...")."""
+    return int(re.search(r"requests (\d+)", stats).group(1))

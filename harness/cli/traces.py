@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from harness.cli.parser import Parser
+from harness.config.locations import data_path, looked_in
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")  # owner/name, as scenario.dataset.id
 
@@ -45,7 +46,7 @@ def _corpus_stats(source: str, a: argparse.Namespace) -> str:
     from harness.workloads.traces.corpus_stats import streaming_stats
     from harness.workloads.traces.stats import format_stats
 
-    path = Path(source)
+    path = data_path(source)  # the user's own file or directory first, else the shipped one
     local = str(path.parent) if path.is_file() else source if path.is_dir() else None
     files = [path.name] if path.is_file() else list(a.data_files)  # a single Parquet file
     cfg = DatasetConfig(id=None if local else source, local_dir=local, revision=a.revision,
@@ -53,7 +54,7 @@ def _corpus_stats(source: str, a: argparse.Namespace) -> str:
                         cache_dir=a.cache_dir, max_entries=a.max_entries,
                         max_context_tokens=a.max_context_tokens, strict=not a.lenient)
     t0 = time.perf_counter()
-    src = resolve(cfg, Path.cwd(), "harness traces stats")
+    src = resolve(cfg, Path.cwd(), "harness traces stats")  # local is absolute by now
     acc = streaming_stats(select(iter_traces(src, cfg.strict), cfg.max_entries,
                                  cfg.max_context_tokens))
     dt = time.perf_counter() - t0
@@ -68,9 +69,10 @@ def _one_corpus(source: str, a: argparse.Namespace) -> str:
     from harness.config.errors import ConfigError
     from harness.workloads.traces import TraceError
 
-    path = Path(source)
-    if not path.exists() and (path.is_absolute() or not _HUB_ID.match(source)):
-        raise TraceError(source, "whole file", "(path)", "no such file",
+    path = data_path(source)
+    if not path.exists() and (Path(source).is_absolute() or not _HUB_ID.match(source)):
+        raise TraceError(source, "whole file", "(path)",
+                         f"no such file: looked for {looked_in(source)}",
                          "give a trace file, a dataset directory (traces.jsonl or Parquet) or "
                          "a Hub dataset id (owner/name)")
     try:
@@ -86,8 +88,9 @@ def traces_command(argv: list[str]) -> int:
 
     a = _parser().parse_args(argv)
     for source in a.sources:
-        if Path(source).is_file() and Path(source).suffix != ".parquet":
-            print(format_stats(trace_stats(load_traces(source, a.format)), source))
+        path = data_path(source)
+        if path.is_file() and path.suffix != ".parquet":
+            print(format_stats(trace_stats(load_traces(path, a.format)), source))
         else:
             print(_one_corpus(source, a))
     return 0

@@ -39,12 +39,29 @@ def repo_root() -> Path:
     return checkout_root() or installed_root()
 
 
-def data_path(p: str | Path) -> Path:
-    """A path from a recipe or the command line: absolute as given; a relative one from the
-    current directory when it is there (a user's own trace beside their results), else from
-    repo_root() (the shipped `scenarios/traces/...`, `data/evals/...`). In a checkout run from
-    its root the two are the same place."""
+def data_places(p: str | Path, root: Path | None = None) -> list[Path]:
+    """Where a path from a recipe or the command line may be, in the order it is looked for:
+    an absolute path is itself; a relative one is the user's own file in the current directory
+    first, then the shipped one under `root` (default repo_root(): `scenarios/traces/...`,
+    `data/evals/...`). In a checkout run from its root the two are one place."""
     path = Path(p).expanduser()
     if path.is_absolute():
-        return path
-    return path.resolve() if path.exists() else repo_root() / path
+        return [path]
+    mine, shipped = Path.cwd() / path, (root or repo_root()) / path
+    return [mine] if mine.resolve() == shipped.resolve() else [mine, shipped]
+
+
+def data_path(p: str | Path, root: Path | None = None) -> Path:
+    """The first of data_places() that exists, else the last (the shipped place, which a
+    reader's error names together with the others: looked_in())."""
+    places = data_places(p, root)
+    return next((q for q in places if q.exists()), places[-1])
+
+
+def looked_in(p: str | Path, root: Path | None = None) -> str:
+    """The places data_path() looked, for an error saying it found nothing: "X (the current
+    directory) nor Y (shipped)"."""
+    places = data_places(p, root)
+    if len(places) == 1:
+        return str(places[0])
+    return f"{places[0]} (the current directory) nor {places[1]} (shipped with the harness)"

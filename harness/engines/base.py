@@ -286,17 +286,15 @@ class EngineAdapter(ABC):
         return m.checkpoints.get(self.precision, m.hf_id)
 
     def python(self) -> str:
-        """The interpreter that runs a Python engine: engine.python (relative paths from the
-        repository root), else this one."""
+        """The interpreter that runs a Python engine: engine.python (a relative path from the
+        current directory when it is there, else from the checkout or installed copy), else
+        this one."""
         import sys
 
-        from harness.config.locations import repo_root
+        from harness.config.locations import data_path
 
         p = self.sc.engine.python
-        if not p:
-            return sys.executable
-        path = Path(p)
-        return str(path if path.is_absolute() else repo_root() / path)
+        return str(data_path(p)) if p else sys.executable
 
     def containerize(self, plan: LaunchPlan) -> LaunchPlan:
         """Run the plan inside engine.image when one is set (docker; under Slurm the job's

@@ -32,10 +32,11 @@ SYSTEM_PORT = {"prefill": 18100, "decode": 18200, "aggregated": 18300}
 
 
 def repo_path(p: str) -> Path:
-    from harness.config.locations import repo_root
+    """A path from the recipe: relative ones from the current directory when there, else from
+    the checkout or installed copy (harness/config/locations.py)."""
+    from harness.config.locations import data_path
 
-    path = Path(p)
-    return path if path.is_absolute() else repo_root() / path
+    return data_path(p)
 
 
 def default_model_dir() -> Path:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.errors import ConfigError
+from harness.config.locations import data_path, looked_in
 from harness.evals import capitals
 
 UPSTREAM = "SemiAnalysisAI/InferenceX@843c6254"
@@ -68,8 +69,13 @@ def data_for(task: str, data_dir: str | None, where: str, repo: Path) -> TaskDat
         if task == "gsm8k":
             return TaskData("hub", "openai/gsm8k", "main")
         return TaskData("hub", "Idavidrein/gpqa", "gpqa_diamond")
-    root = Path(data_dir)
-    root = root if root.is_absolute() else repo / root
+    root = data_path(data_dir, repo)  # the user's own copy in the current directory, else shipped
+    if not root.is_dir():
+        raise ConfigError(where, "eval.data_dir",
+                          f"no directory: looked for {looked_in(data_dir, repo)}",
+                          "give the directory holding the task's files (layout: docs/evals.md; "
+                          "absolute, or relative to the current directory), or set "
+                          "eval.data_dir=null to load upstream's dataset from the Hub")
     if task == "gsm8k":
         files = {"test": root / "gsm8k" / "test.jsonl", "train": root / "gsm8k" / "train.jsonl"}
     elif task == "capitals":

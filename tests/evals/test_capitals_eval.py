@@ -50,6 +50,22 @@ def test_the_task_ships_its_data_and_a_floor_above_zero() -> None:
     assert sc.eval.tasks == ["capitals"] and sc.eval.limit is None  # all 52 questions
 
 
+
+
+def test_a_relative_data_dir_is_the_users_copy_else_the_shipped_one(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """Run from another directory: eval.data_dir=data/evals is the user's own copy where they
+    have one, else the shipped questions; a directory in neither place names both."""
+    monkeypatch.chdir(tmp_path)
+    assert data_for("capitals", "data/evals", "x", REPO).data_files == {"test": str(DATA)}
+    mine = tmp_path / "data" / "evals" / "capitals"
+    mine.mkdir(parents=True)
+    (mine / "test.jsonl").write_text(DATA.read_text().splitlines()[0] + "\n")
+    assert data_for("capitals", "data/evals", "x", REPO).data_files == \
+        {"test": str(mine / "test.jsonl")}
+    with pytest.raises(ConfigError) as e:
+        data_for("capitals", "my-evals", "the eval recipe", REPO)
+    assert f"{tmp_path}/my-evals" in str(e.value) and f"{REPO}/my-evals" in str(e.value)
 @contextlib.contextmanager
 def embedded_server(params: dict[str, object]) -> Iterator[str]:
     """The embedded engine's own server process (as the harness launches it), with `params`

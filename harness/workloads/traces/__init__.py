@@ -28,11 +28,17 @@ def detect_format(path: Path) -> str:
     return "weka"
 
 
-def load_traces(path: str | Path, fmt: str | None = None) -> list[Trace]:
-    p = Path(path)
+def load_traces(path: str | Path, fmt: str | None = None, root: Path | None = None) -> list[Trace]:
+    """A trace file's traces. A relative path is the user's own file in the current directory
+    when it is there, else the one shipped under `root` (harness/config/locations.py)."""
+    from harness.config.locations import data_path, looked_in
+
+    p = data_path(path, root)
     if not p.is_file():
-        raise TraceError(str(p), "whole file", "(path)", "no such file",
-                         "check scenario.traces (paths are relative to the repository)")
+        raise TraceError(str(path), "whole file", "(path)",
+                         f"no such file: looked for {looked_in(path, root)}",
+                         "give a trace file's path (absolute, or relative to the current "
+                         "directory or the shipped scenarios/traces/)")
     fmt = fmt or detect_format(p)
     if fmt not in FORMATS:
         raise TraceError(str(p), "whole file", "(format)", f"unknown format {fmt!r}",
@@ -60,10 +66,10 @@ def scenario_traces(scen: ScenarioConfig, root: Path, where: str) -> list[Trace]
         return load_corpus(scen.dataset, root, where)
     if not scen.trace_files:
         raise ConfigError(where, "scenario.trace_files", "the scenario names no traces",
-                          "list trace files (relative to the repository) in trace_files, or "
+                          "list trace files (relative to the current directory or the shipped "
+                          "scenarios/traces/) in trace_files, or "
                           "name a corpus in scenario.dataset (id or local_dir)")
     traces: list[Trace] = []
     for f in scen.trace_files:
-        p = Path(f) if Path(f).is_absolute() else root / f
-        traces.extend(load_traces(p, scen.trace_format))
+        traces.extend(load_traces(f, scen.trace_format, root))
     return traces

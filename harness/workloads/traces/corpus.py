@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from harness.config.errors import ConfigError
+from harness.config.locations import data_path, looked_in
 from harness.config.schema import DatasetConfig
 from harness.workloads.traces.corpus_rows import check_row, normalise
 from harness.workloads.traces.model import Trace, TraceError
@@ -116,11 +117,12 @@ def _globbed(base: Path, patterns: Iterable[str], where: str) -> list[Path]:
 def resolve(cfg: DatasetConfig, root: Path, where: str) -> CorpusSource:
     """Which files hold the split, and their format; no row is read."""
     if cfg.local_dir:
-        base = Path(cfg.local_dir) if Path(cfg.local_dir).is_absolute() else root / cfg.local_dir
+        base = data_path(cfg.local_dir, root)  # the user's own directory first, else shipped
         if not base.is_dir():
-            raise ConfigError(where, "scenario.dataset.local_dir", f"no directory {base}",
+            raise ConfigError(where, "scenario.dataset.local_dir",
+                              f"no directory: looked for {looked_in(cfg.local_dir, root)}",
                               "give a directory holding traces.jsonl or Parquet files "
-                              "(relative to the repository)")
+                              "(absolute, or relative to the current directory)")
     elif cfg.id:
         base = _snapshot(cfg, where)
     else:
