@@ -165,6 +165,13 @@ def _closest_keys(key: str, keys: list[str]) -> str:
     by_lower = {k.lower(): k for k in keys}
     close = difflib.get_close_matches(key.lower(), list(by_lower), n=3, cutoff=0.6)
     close = close or sorted((k for k in by_lower if key.lower() in k), key=len)[:3]
+    if not close:  # the same words in another order: `ttft_p99` -> `p99_ttft`
+        def words(k: str) -> str:
+            return "_".join(sorted(k.replace("-", "_").split("_")))
+
+        by_words = {words(k): k for k in by_lower}
+        close = [by_words[c] for c in
+                 difflib.get_close_matches(words(key.lower()), list(by_words), n=3, cutoff=0.8)]
     if close:
         return "did you mean " + " or ".join(repr(by_lower[c]) for c in close) + "?"
     return f"`harness metrics` lists all {len(keys)} keys"

@@ -58,7 +58,7 @@ def test_harness_helper_still_sees_normal_output() -> None:
 
 @pytest.mark.parametrize("typed,suggested", [
     ("p99_ttf", "'p99_ttft'"), ("P99_TTFT", "'p99_ttft'"), ("median_intvt", "'median_intvty'"),
-    ("tput", "_tput'")])
+    ("tput", "_tput'"), ("ttft_p99", "'p99_ttft'")])
 def test_an_unknown_metric_suggests_the_closest_names(typed: str, suggested: str) -> None:
     r = harness("metrics", typed)
     assert r.returncode == 2 and r.stdout == ""
