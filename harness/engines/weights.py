@@ -153,9 +153,10 @@ def hub_sources(sc: Any) -> list[tuple[str, str]]:
 
 
 def names_model_dir(sc: Any) -> bool:
-    """Whether the engine's command, environment or files name {model_dir}."""
+    """Whether the engine's command or the files it is given (engine.files) name {model_dir}:
+    the texts the adapter renders with template_values."""
     e = sc.engine
-    texts = [*(e.argv_template or []), *e.extra_args, *e.env.values(), *e.files.values()]
+    texts = [*(e.argv_template or []), *e.extra_args, *e.files.values()]
     return any("{model_dir}" in str(t) for t in texts)
 
 
