@@ -2,13 +2,14 @@
 
 Load: `harness.testing.sink_server`, which takes bodies of any size and answers at once, so
 everything measured is the client's. Each lane replays a generated session with the AgentX
-length distribution (input tokens lognormal with p50 95k and p99 506k, capped at 1M; 64-token
-blocks; a history that grows every turn by a tool result and the recorded reply): a few turns
-of history before its start point, a primer (the whole history, built from nothing: warmup, as
-AIPerf's primers), then measured turns, each due an exponential think time after the previous
-reply (mean `lanes / turns-per-s`), its body built BUILD_LEAD_S (10 ms) before that as the
-Replayer builds it (docs/replay.md, "Idle"). Bodies are the harness's own (AgenticBodies,
-chat, with the cache-bust marker), sent by its own client (StreamingClient).
+length distribution (benchmarks/agentx_sessions.py: input tokens lognormal with p50 95k and
+p99 506k, capped at 1M; 64-token blocks; a history that grows every turn by a tool result and
+the recorded reply): a few turns of history before its start point, a primer (the whole
+history, built from nothing: warmup, as AIPerf's primers), then measured turns, each due an
+exponential think time after the previous reply (mean `lanes / turns-per-s`), its body built
+BUILD_LEAD_S (10 ms) before that as the Replayer builds it (docs/replay.md, "Idle"). Bodies
+are the harness's own (AgenticBodies, chat, with the cache-bust marker), sent by its own client
+(StreamingClient).
 
 Prints per phase: turns, turns/s, input tokens/s, bytes/s sent, client CPU (ms per turn, per
 100k tokens, share of a core, and the body builder's part), RSS, and the delay between a
@@ -24,7 +25,7 @@ harness.workloads.replay_split): each process builds and sends its own, the prim
 one barrier over all and the measured phase starts at one instant. CPU and RSS peaks are
 summed over every process (the pool's from /proc: not ours for RUSAGE_CHILDREN).
 
-Run: python benchmarks/agentic_scale.py --lanes 1000 [--seconds 30] [--turns-per-s 50]
+Run: .venv/bin/python -m benchmarks.agentic_scale --lanes 1000 [--seconds 30] [--turns-per-s 50]
      [--workers 2 [--split lanes]]
 Targets: 1,000 lanes, RSS <= 2 GB, <= 20 ms client CPU per 100k-token turn, p99
 send delay <= 5 ms while the client uses under 80% of a core. With `--workers 2 --split
@@ -40,13 +41,13 @@ import math
 import os
 import resource
 import time
-from array import array
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from benchmarks.agentx_sessions import Lane, make_lane
 from harness.client.pool import ClientPool
 from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.client.workers import process_context, run_partitioned
@@ -56,59 +57,8 @@ from harness.testing.spawn import spawn_server
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.prompts import BlockPrompts
 from harness.workloads.replay import BUILD_LEAD_S
-from harness.workloads.replay_context import ReplayContext
 from harness.workloads.tokenizer import load_tokenizer
-from harness.workloads.traces.model import Trace, TraceRequest
-
-BLOCK = 64
-P50, P99, CAP = 95_000, 506_000, 1_000_000
-SYSTEM_TOKENS = 15_000  # Claude Code's tools + system prompt, about (trace_0277: 15,041)
-
-
-@dataclass
-class Lane:
-    """One generated session: the requests so far (older ones emptied: only the last two
-    matter to the next body) and how it grows."""
-
-    index: int
-    rng: np.random.Generator
-    trace: Trace
-    ctx: ReplayContext
-    chain: list[TraceRequest] = field(default_factory=list)
-
-    def grow(self, tokens: int, out: int) -> TraceRequest:
-        # Hash ids as array('q'): a sequence like the loaders' lists, but compact (8 bytes an
-        # id, no int objects) and nothing for the garbage collector to walk.
-        prev = self.chain[-1].hash_ids if self.chain else array("q")
-        n = tokens // BLOCK
-        ids = prev[:n] + array("q", range(len(prev), n)) if n > len(prev) else prev[:n]
-        r = TraceRequest(t=float(len(self.chain)), in_tokens=tokens, out_tokens=out,
-                         hash_ids=ids)
-        if len(self.chain) >= 2:
-            self.chain[-2].hash_ids = array("q")  # never read again: its state is kept
-        self.chain.append(r)
-        return r
-
-    def next_turn(self) -> TraceRequest:
-        last = self.chain[-1]
-        add = int(self.rng.integers(500, 4000))
-        return self.grow(min(CAP, last.in_tokens + last.out_tokens + add),
-                         int(self.rng.integers(100, 1000)))
-
-
-def make_lane(i: int, seed: int) -> Lane:
-    rng = np.random.default_rng([seed, i])
-    sigma = math.log(P99 / P50) / 2.3263  # z(0.99)
-    target = int(min(CAP, max(SYSTEM_TOKENS + 2 * BLOCK, rng.lognormal(math.log(P50), sigma))))
-    trace = Trace(f"gen{i}", "generated", BLOCK, [], prefix_tokens=SYSTEM_TOKENS)
-    session = f"L{i}S1"
-    ctx = ReplayContext(i, session, ("bench", session), trace)
-    lane = Lane(i, rng, trace, ctx)
-    ctx.chain = lane.chain  # the stream the bodies walk (set even where the field is absent)
-    for k in range(1, 5):  # history before the start point: a few large turns
-        lane.grow(max(SYSTEM_TOKENS + BLOCK, target * k // 5), int(rng.integers(100, 1000)))
-    lane.grow(target, int(rng.integers(100, 1000)))  # the primer
-    return lane
+from harness.workloads.traces.model import TraceRequest
 
 
 @dataclass
