@@ -6,6 +6,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 
+from harness.config import fast_yaml
 from harness.config.groups import GROUP_DIRS, check_yaml_files
 from harness.config.locations import repo_root
 from harness.config.schema import SweepConfig
@@ -15,6 +16,7 @@ from harness.config.validate import Locator, to_sweep_config
 def compose_sweep(overrides: list[str]) -> SweepConfig:
     if not any(o.split("=", 1)[0].lstrip("+") == "run_id" for o in overrides):
         overrides = [*overrides, "run_id=compose"]
+    fast_yaml.install()
     check_yaml_files(overrides)
     GlobalHydra.instance().clear()
     search = f"hydra.searchpath=[file://{repo_root()}]"
