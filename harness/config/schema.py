@@ -11,6 +11,7 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from harness.config.fields import setting
 from harness.config.schema_bench import ClientConfig, TelemetryConfig, ValidityConfig
 from harness.config.schema_catalog import (
     Deployment,
@@ -36,7 +37,8 @@ class GgufWeights:
 class ModelConfig:
     name: str = MISSING  # short id used in results, e.g. smollm2-135m
     hf_id: str = MISSING  # Hugging Face id (what GPU engines load)
-    context_length: int = MISSING  # tokens the model was trained for
+    context_length: int = setting(MISSING, ge=1, help="tokens the model was trained for",
+                                  fix="the model's trained context, e.g. 8192")
     precisions: list[str] = field(default_factory=list)  # precisions recipes may ask for
     default_precision: str = MISSING
     checkpoints: dict[str, str] = field(default_factory=dict)  # precision -> HF id; else hf_id
@@ -46,7 +48,11 @@ class ModelConfig:
     served_name: str | None = None  # name the server knows the model by; default: name
     # how a chat turn becomes a prompt: template = the tokenizer's chat template; dsv4 =
     # DeepSeek-V4's own encoder (its tokenizer has no template; InferenceX's --dsv4)
-    chat_encoder: str = "template"
+    chat_encoder: str = setting(
+        "template", choices=("template", "dsv4"),
+        help="how a chat turn becomes a prompt: the tokenizer's template or DeepSeek-V4's encoder",
+        fix="use template (the tokenizer's chat template) or dsv4 (DeepSeek-V4's own encoder, "
+        "InferenceX's --dsv4)")
     # Eval floors by task (gsm8k, gpqa_diamond, swebench_lite): a score below invalidates the
     # job's points. Unset tasks take InferenceX's defaults (utils/evals/thresholds.yaml).
     eval_floors: dict[str, float] = field(default_factory=dict)
@@ -57,9 +63,9 @@ class ModelConfig:
 class PriceTiers:
     """$ per GPU-hour (InferenceX-app constants)."""
 
-    hyperscaler: float = MISSING
-    neocloud: float = MISSING
-    rental_3yr: float = MISSING
+    hyperscaler: float = setting(MISSING, ge=0, help="hyperscaler price", fix="$ per GPU-hour")
+    neocloud: float = setting(MISSING, ge=0, help="neocloud price", fix="$ per GPU-hour")
+    rental_3yr: float = setting(MISSING, ge=0, help="3-year rental price", fix="$ per GPU-hour")
 
 
 @dataclass
@@ -67,9 +73,11 @@ class ChipConfig:
     name: str = MISSING
     vendor: str = MISSING
     tdp_w: float | None = None
-    power_kw_all_in: float = MISSING  # per GPU, including its share of the host
+    power_kw_all_in: float = setting(
+        MISSING, ge=0, help="kW per GPU, including its share of the host",
+        fix="kW per GPU including its host share")
     cost_per_gpu_hr: PriceTiers = field(default_factory=PriceTiers)
-    gpus_per_node: int = 8
+    gpus_per_node: int = setting(8, ge=1, help="GPUs in one node", fix="e.g. chip.gpus_per_node=8")
     source: str = ""
 
 
@@ -83,16 +91,24 @@ class EngineConfig:
     can_inject_acceptance: bool = False
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
-    startup_timeout_s: float = 900.0
+    startup_timeout_s: float = setting(
+        900.0, gt=0, help="seconds a launched server has to become ready",
+        fix="e.g. engine.startup_timeout_s=900")
     # CPU engines: compute threads. -1: every core but the first, which the client keeps; N: the
     # last N cores; None: every core (the engine's own default). harness/engines/cpu_split.py
-    threads: int | None = None
+    threads: int | None = setting(
+        None, ge=-1, help="CPU engines: compute threads (-1: all cores but the client's)",
+        fix="e.g. engine.threads=2, -1 for every core but the client's, or null "
+                                  "for all cores")
     # CPU engines: pin the engine to its cores and the client to the rest (disjoint), where the
     # OS allows it; false: threads only, both free to run anywhere.
     cpu_affinity: bool = True
     # CPU engines: the engine process's niceness (Unix; 0-19 lowers its priority): the client
     # wakes ahead of the engine's spinning threads on shared cores. None: not changed.
-    nice: int | None = None
+    nice: int | None = setting(
+        None, ge=0, le=19, help="CPU engines: the engine process's niceness",
+        fix="a niceness 0-19 that lowers the engine's priority (raising it needs "
+                               "privileges), or null for the harness's own")
     url: str | None = None  # endpoint: an OpenAI-compatible server that is already running
     api_key_env: str | None = None  # endpoint: environment variable holding the API key
     # endpoint: the engine behind the URL, for its metrics names and path (vllm, sglang,
@@ -145,34 +161,46 @@ class EngineConfig:
 class AcceptanceConfig:
     """What acceptance a speculative point runs at (methodology.md §5)."""
 
-    mode: str = "auto"  # auto | real | injected
-    length: float | None = None  # explicit AL; None = look it up in the acceptance table
+    mode: str = setting(
+        "auto", choices=("auto", "real", "injected"), fix="use auto, real or injected",
+        help="real acceptance, injected, or auto (injected where the engine can)")
+    length: float | None = setting(None, ge=1, fix="an acceptance length is >= 1",
+                                   help="explicit AL; null: looked up in the acceptance table")
     # An injected point verifies when its realised AL lies in the interval the injected
     # distribution allows at this two-sided confidence for the draws it made...
-    confidence: float = 0.999
+    confidence: float = setting(0.999, gt=0, le=1, fix="e.g. 0.999 (two-sided)",
+                                help="an injected point's realised AL interval, two-sided")
     # ...and it made at least this many independent draws (fewer is its own reason).
-    min_drafts: int = 200
+    min_drafts: int = setting(200, ge=1, fix="e.g. 200",
+                              help="independent draws an injected point needs to verify")
     # Which table rows a lookup may inject: published (golden curves first; never a local
     # calibration), calibrated (harness calibrate's rows), or one row as file:line.
     source: str = "published"
     # An explicit length that is a published curve's value at another draft length: refuse
     # (InferenceX's written fairness rule, golden_al_distribution/README.md@843c6254) or allow
     # (what its four dsv4-fp4-gb200-dynamo-vllm-agentic-mtp* keys do: 2.49, the k=3 value, at k=2).
-    other_k: str = "refuse"
+    other_k: str = setting("refuse", choices=("refuse", "allow"), noun="value",
+                           fix="use refuse or allow",
+                           help="an explicit AL that is a curve's value at another k")
 
 
 @dataclass
 class SpeculatorConfig:
     method: str = "none"  # none | ngram | draft_model | mtp | eagle3 | dspark | ...
-    k: int = 0  # draft length (speculative tokens per step)
+    k: int = setting(0, ge=0, le=64, help="draft length (speculative tokens per step)",
+                     fix="e.g. speculator.k=3")
     draft_model: str | None = None  # draft_model / eagle3 / dspark: checkpoint of the drafter
     # How drafts are sampled and verified, part of what an acceptance curve was measured with:
     # greedy (vLLM's default draft_sample_method), probabilistic (draft_sample_method
     # probabilistic) or probabilistic-block (that and rejection_sample_method block, the Kimi-K3
     # DSpark golden curve of InferenceX golden_al_distribution/@843c6254).
-    sample_method: str = "greedy"
-    ngram_min: int = 2
-    ngram_max: int = 4
+    sample_method: str = setting(
+        "greedy", choices=("greedy", "probabilistic", "probabilistic-block"),
+        help="how drafts are sampled and verified (keys the acceptance curve)")
+    ngram_min: int = setting(
+        2, ge=1, help="ngram: shortest match", fix="e.g. speculator.ngram_min=2")
+    ngram_max: int = setting(
+        4, ge=1, help="ngram: longest match", fix="e.g. speculator.ngram_max=4")
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
     # A speculative point whose engine metrics show no speculation (an attached server no
     # known engine's metrics describe) is invalid; true keeps it valid with the label marked
@@ -191,8 +219,10 @@ class DatasetConfig:
     local_dir: str | None = None  # a local copy (traces.jsonl or Parquet); relative to the repo
     data_files: list[str] = field(default_factory=list)  # globs inside the copy; [] = detected
     cache_dir: str | None = None  # Hub cache for `id`; None = Hugging Face's default
-    max_entries: int = 0  # the first N eligible traces (AgentX: --num-dataset-entries 393); 0 all
-    max_context_tokens: int = 0  # drop traces whose longest in+out exceeds this first; 0 keep
+    max_entries: int = setting(0, ge=0, fix="0 = every trace; AgentX uses 393",
+                               help="the first N eligible traces (AgentX: 393); 0: all")
+    max_context_tokens: int = setting(0, ge=0, fix="0 = no limit; e.g. 262144",
+                                      help="drop traces whose longest in+out exceeds this; 0: keep")
     strict: bool = True  # AIPerf's WekaTrace schema: unknown fields and missing ones are errors
 
 
@@ -204,10 +234,15 @@ class ScenarioConfig:
     isl: int = 0
     osl: int = 0
     range_ratio: float = 0.8  # each request's ISL/OSL uniform in [ratio*L, L]
-    requests_per_conc: int = 10  # measured requests = this x concurrency
-    warmup_per_conc: int = 2  # warmup requests = this x concurrency (excluded from metrics)
+    requests_per_conc: int = setting(
+        10, ge=1, le=10_000, help="measured requests = this x concurrency",
+        fix="e.g. scenario.requests_per_conc=10")
+    warmup_per_conc: int = setting(2, ge=0, le=10_000, help="warmup requests = this x concurrency",
+                                   fix="e.g. scenario.warmup_per_conc=2")
     # completions | chat; agentic scenarios ship with chat (/v1/chat/completions, as AgentX)
-    api: str = "completions"
+    api: str = setting(
+        "completions", choices=("completions", "chat"), fix="use completions or chat",
+        help="/v1/completions or /v1/chat/completions")
     chat_template: bool | None = None  # None: on when a speculator runs (real acceptance)
     # inferencex: consecutive token ids from a random offset, as InferenceX's random dataset
     # (default); filtered: random draws from a vocabulary that re-tokenizes exactly on servers
@@ -220,22 +255,34 @@ class ScenarioConfig:
     # Give every request its own sampling `seed` (derived from the run seed): reproducible
     # sampling, and reproducible forced acceptance (engines draw the accept uniforms per request).
     seed_requests: bool = False
-    min_success: float = 0.95  # a point with more failures than this share is invalid
+    min_success: float = setting(0.95, ge=0, le=1, fix="a share in [0, 1], e.g. 0.95",
+                                 help="a point with a smaller share of successes is invalid")
     # agentic trace replay
     trace_files: list[str] = field(default_factory=list)  # relative to the repository root
     trace_format: str | None = None  # weka | mooncake | azure; None = from the file
     dataset: DatasetConfig = field(default_factory=DatasetConfig)  # or a corpus by name
     fit_mode: str = "none"  # none | cap | scale
-    fit_factor: int = 1  # scale: divide token counts and block size by this
-    fit_cap_tokens: int = 0  # cap: drop requests with in + out above this
-    duration_s: float = 900.0  # measured replay time per point
-    min_measured_s: float = 900.0  # a shorter measured window is invalid (InferenceX: 900)
-    max_overflow_share: float = 0.01  # context overflows allowed
-    max_failed_share: float = 0.10  # failed requests allowed
+    fit_factor: int = setting(1, ge=1, help="scale: divide token counts and block size by this",
+                              fix="1 keeps the trace; e.g. fit_factor=4 divides by 4")
+    fit_cap_tokens: int = setting(0, ge=0, help="cap: drop requests with in + out above this",
+                                  fix="0 = no cap; e.g. fit_cap_tokens=8192")
+    duration_s: float = setting(900.0, gt=0, help="measured replay time per point",
+                                fix="e.g. scenario.duration_s=900")
+    min_measured_s: float = setting(
+        900.0, ge=0, help="a shorter measured window is invalid (InferenceX: 900)",
+        fix="e.g. scenario.min_measured_s=900")
+    max_overflow_share: float = setting(0.01, ge=0, le=1, help="context overflows allowed",
+                                        fix="a share in [0, 1], e.g. 0.01")
+    max_failed_share: float = setting(0.10, ge=0, le=1, help="failed requests allowed",
+                                      fix="a share in [0, 1], e.g. 0.10")
     # agentic replay scheduler (docs/replay.md): upstream's behaviour by default
     # inf or null: no cap
-    idle_cap_s: float | None = 10.0  # nothing in flight anywhere this long: every timer moves
-    tree_cap_s: float | None = 300.0  # one session tree idle this long: its timers move forward
+    idle_cap_s: float | None = setting(
+        10.0, ge=0, inf_ok=True, fix="e.g. scenario.idle_cap_s=10, or inf for no cap",
+        help="nothing in flight anywhere this long: every timer moves forward")
+    tree_cap_s: float | None = setting(
+        300.0, ge=0, inf_ok=True, fix="e.g. scenario.tree_cap_s=300, or inf for no cap",
+        help="one session tree idle this long: its timers move forward")
     # upstream's rules by default; the others name this harness's earlier ones (docs/settings.md)
     start_seed: str = "trace_lane"  # trace_lane | trace: the seed of each lane's t*
     recycle: str = "shared"  # shared | per_lane: which trace a lane plays after its tree
@@ -244,9 +291,16 @@ class ScenarioConfig:
     session_affinity: str = "stream"  # stream | tree: the X-Session-Affinity key
     # headers that also carry each request's X-Correlation-ID (X-Session-ID, X-SMG-Routing-Key)
     correlation_headers: list[str] = field(default_factory=list)  # none: upstream's default
-    warmup_requests_per_lane: int = 10  # one-token requests advancing each lane after primers
-    start_min_ratio: float = 0.25  # each lane's start point t*: uniform in this share of
-    start_max_ratio: float = 0.75  # its tree's recorded time span
+    warmup_requests_per_lane: int = setting(
+        10, ge=0, le=10_000, fix="e.g. scenario.warmup_requests_per_lane=10",
+        help="one-token requests advancing each lane after primers")
+    # each lane's start point t*: uniform in this share of its tree's recorded time span
+    start_min_ratio: float = setting(
+        0.25, ge=0, le=1, fix="a share in [0, 1], e.g. 0.25",
+        help="a lane's start point t*: lowest share of its tree's span")
+    start_max_ratio: float = setting(
+        0.75, ge=0, le=1, fix="a share in [0, 1], e.g. 0.75",
+        help="a lane's start point t*: highest share of its tree's span")
     join_rule: str = "tiered"  # tiered | next_turn: which parent turn waits for a sub-agent
     pacing: str = "end_to_start"  # end_to_start | think_time | start_to_start
     split_chains: bool = True  # an agent's parallel request chains replay concurrently
@@ -257,11 +311,15 @@ class ScenarioConfig:
     # sharing between sessions, system prefix included); none: no marker (docs/settings.md)
     cache_bust: str = "first_turn_prefix"
     # timestamped replay: the recorded arrival times divided by this (x the point's load level)
-    speedup: float = 1.0
+    speedup: float = setting(
+        1.0, gt=0, help="timestamped replay: recorded arrival times divided by this",
+        fix="e.g. scenario.speedup=10 (timestamped replay)")
     # fixed-sequence arrivals (docs/slo.md): closed (InferenceX's loop of C in flight, the
     # default) | poisson | gamma | constant: open loop at each rate of `request_rate` (req/s),
     # gaps as vLLM's `--request-rate` / `--burstiness` draw them
-    arrival: str = "closed"
+    arrival: str = setting(
+        "closed", choices=("closed", "poisson", "gamma", "constant"),
+        help="closed loop (C in flight) or open-loop arrivals at each request_rate")
     request_rate: list[float] = field(default_factory=list)  # open loop: one point per rate
     burstiness: float = 1.0  # gamma's shape: 1 = Poisson, < 1 burstier, > 1 more even (vLLM)
     # open loop: at most this many requests in flight (vLLM's --max-concurrency); 0 = no cap
@@ -277,13 +335,17 @@ class TopologyConfig:
     ep: int = 1
     dp_attention: bool = False
     pp: int = 1
-    pcp: int = 1  # prefill context parallelism: more GPUs per worker (GPUs = tp x pp x pcp)
+    pcp: int = setting(
+        1, ge=1, fix="e.g. topology.pcp=1",
+        help="prefill context parallelism: more GPUs per worker (GPUs = tp x pp x pcp)")
     dcp: int = 1  # decode context parallelism: splits the KV over the TP ranks (no more GPUs)
     # Disaggregated serving: GPUs of the prefill and decode pools (0 = aggregated). Then the
     # point's GPUs are prefill + decode, output throughput is per decode GPU and input per
     # prefill GPU, as InferenceX counts its disaggregated rows.
-    prefill_gpus: int = 0
-    decode_gpus: int = 0
+    prefill_gpus: int = setting(0, ge=0, help="GPUs of the prefill pool (0: aggregated)",
+                                fix="0 = aggregated serving")
+    decode_gpus: int = setting(0, ge=0, help="GPUs of the decode pool (0: aggregated)",
+                               fix="0 = aggregated serving")
     # Multi-node keys: the pools' shapes, recorded with the point (GPUs as prefill/decode_gpus)
     prefill: PoolConfig | None = None
     decode: PoolConfig | None = None
@@ -345,8 +407,13 @@ class SweepConfig:
     precision: str | None = None  # None: the model's default precision
     thinking: bool | None = None  # reasoning mode; None: the model's default
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
-    repeats: int = 1
-    seed: int | None = None  # None: drawn per run (two runs never share prompts)
+    # at most 100: a typo must not build prompts for minutes before anything is measured
+    repeats: int = setting(1, ge=1, le=100, help="measure every point this many times",
+                           fix="e.g. repeats=3 (the gate's t-test needs 2 or more)")
+    seed: int | None = setting(
+        None, ge=0, le=2**63 - 1,
+        help="prompt seed; null: drawn per run (two runs never share prompts)",
+        fix="give a non-negative integer, or seed=null to draw one")
     run_id: str = MISSING
     results_dir: str = "results"
     fresh: bool = False  # ignore points already in the run directory

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.config.fields import setting
+
 
 @dataclass
 class SloConfig:
@@ -21,7 +23,8 @@ class SearchConfig:
     """How the load levels are chosen (docs/slo.md): grid = every listed level; slo = the
     highest load whose points meet `criteria`, found by doubling then bisecting."""
 
-    mode: str = "grid"  # grid | slo
+    mode: str = setting("grid", choices=("grid", "slo"),
+                        help="grid: every listed load; slo: the highest load meeting criteria")
     # statistic -> bound: p99_ttft_ms, p90_tpot_ms, median_e2el_ms (at most), goodput_share,
     # p50_intvty (at least). Every one must hold for a load to pass.
     criteria: dict[str, float] = field(default_factory=dict)
@@ -39,12 +42,19 @@ class EvalConfig:
 
     tasks: list[str] = field(default_factory=list)  # gsm8k | gpqa_diamond | swebench_lite
     data_dir: str | None = None  # local copy (relative to the repo); null: the Hub
-    limit: int | None = None  # the first N documents (EVAL_LIMIT); null: the whole split
-    num_fewshot: int | None = None  # null: the task's (GSM8K 5, GPQA 0)
-    concurrency: int | None = None  # null: the job's highest concurrency (upstream: CONC)
-    max_length: int = 16384  # EVAL_MAX_MODEL_LEN's default, capped at the model's context
-    max_gen_toks: int | None = None  # null: max_length - 4096, or half of it (upstream)
-    timeout_s: float = 1800.0  # per request (upstream's timeout=1800)
+    limit: int | None = setting(None, ge=1, fix="e.g. eval.limit=50, or null for the whole split",
+                                help="the first N documents (EVAL_LIMIT); null: the whole split")
+    num_fewshot: int | None = setting(None, ge=0, le=64, fix="e.g. eval.num_fewshot=5",
+                                      help="null: the task's (GSM8K 5, GPQA 0)")
+    concurrency: int | None = setting(
+        None, ge=1, le=4096, fix="e.g. eval.concurrency=64",
+        help="null: the job's highest concurrency (upstream: CONC)")
+    max_length: int = setting(16384, ge=256, fix="e.g. eval.max_length=16384",
+                              help="EVAL_MAX_MODEL_LEN's default, capped at the model's context")
+    max_gen_toks: int | None = setting(None, ge=1, fix="e.g. eval.max_gen_toks=256",
+                                       help="null: max_length - 4096, or half of it (upstream)")
+    timeout_s: float = setting(1800.0, gt=0, fix="e.g. eval.timeout_s=1800",
+                               help="seconds per request (upstream's timeout=1800)")
     system_instruction: str | None = None  # none upstream
 
 
@@ -55,13 +65,19 @@ class LosslessConfig:
 
     # auto: every speculative job at real acceptance on an engine it launches | on: injected
     # jobs too (a launch with real verification) | off
-    mode: str = "auto"
-    prompts: int = 8  # GSM8K questions from the shipped slice, chat template
-    max_tokens: int = 48  # tokens generated per prompt
+    mode: str = setting("auto", choices=("auto", "on", "off"), fix="use auto, on or off",
+                        help="auto: speculative jobs at real acceptance; on: injected too; off")
+    prompts: int = setting(8, ge=1, le=50, fix="e.g. lossless.prompts=8 (the slice has 50)",
+                           help="GSM8K questions from the shipped slice, chat template")
+    max_tokens: int = setting(48, ge=1, le=4096, fix="e.g. lossless.max_tokens=48",
+                              help="tokens generated per prompt")
     temperatures: list[float] = field(default_factory=lambda: [0.0])
-    samples: int = 24  # continuations per prompt and side above temperature 0
-    positions: int = 8  # above 0: a two-sample test per position over the first N tokens
-    alpha: float = 0.01  # above 0: family-wise significance (Bonferroni over the tests)
+    samples: int = setting(24, ge=2, le=10_000, fix="e.g. lossless.samples=24",
+                           help="continuations per prompt and side above temperature 0")
+    positions: int = setting(8, ge=1, le=4096, fix="e.g. lossless.positions=8",
+                             help="above 0: a two-sample test per position over the first N tokens")
+    alpha: float = setting(0.01, gt=0, le=1, fix="a significance level in (0, 1), e.g. 0.01",
+                           help="above 0: family-wise significance (Bonferroni over the tests)")
     # T=0 with requests in flight and not a clean identity (the control did not repeat
     # itself, or the speculator diverged): compare again one request at a time, where
     # batching cannot move the numerics; false leaves the batched verdict alone
@@ -70,5 +86,8 @@ class LosslessConfig:
     # (from its top logprobs) is a near-tie that floating-point differences flip (a batched
     # verify pass against one-token decoding; measured here up to 0.12 nats, docs/evals.md);
     # it does not make the verdict lossy, and the verdict says so. 0 = strict
-    tie_margin: float = 0.25
-    top_logprobs: int = 5  # T=0: log-probabilities asked per position (the margins' source)
+    tie_margin: float = setting(0.25, ge=0, fix="nats, e.g. lossless.tie_margin=0.25 (0 = strict)",
+                                help="T=0: nats within which a divergence is a near-tie")
+    top_logprobs: int = setting(
+        5, ge=0, le=20, fix="e.g. lossless.top_logprobs=5 (0: margins unknown)",
+        help="T=0: log-probabilities asked per position (the margins' source)")

@@ -4,7 +4,6 @@ which file, which key, and what to do. Runs before any server starts."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -13,11 +12,10 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from harness.config.errors import ConfigError, did_you_mean
+from harness.config.fields import choices_of, walk_values
 from harness.config.run_id import check_run_location
-from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SweepConfig
-from harness.config.validate_bench import check_client_choices
+from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SpeculatorConfig, SweepConfig
 from harness.config.validate_scenario import (
-    check_chat_encoder,
     check_correlation_headers,
     check_dataset,
 )
@@ -27,12 +25,9 @@ PRIMARY_CONFIG = "recipes/sweep.yaml"
 # Bounds that keep a typo from building prompts for minutes before anything is measured:
 # InferenceX's largest load level is 1024; 4096 leaves room for big multi-node recipes.
 MAX_CONCURRENCY = 4096
-MAX_REPEATS = 100
-# speculator.sample_method's choices: how drafts are sampled and verified (acceptance curves
-# are keyed on it, harness/speculation/acceptance.py): greedy (vLLM's default
-# draft_sample_method; what SGLang, TensorRT-LLM and ATOM drafters run), probabilistic (vLLM
-# draft_sample_method probabilistic), probabilistic-block (and rejection_sample_method block).
-SAMPLE_METHODS = ("greedy", "probabilistic", "probabilistic-block")
+# speculator.sample_method's choices, declared on the field: how drafts are sampled and
+# verified (acceptance curves are keyed on it, harness/speculation/acceptance.py).
+SAMPLE_METHODS = choices_of(SpeculatorConfig, "sample_method")
 
 
 class Locator:
@@ -154,105 +149,20 @@ def gpus_of(sc: SweepConfig) -> int:
     return t.tp * t.pp * t.pcp
 
 
-def _dotted(sc: SweepConfig, key: str) -> Any:
-    obj: Any = sc
-    for part in key.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-# key -> (lowest, highest, lowest excluded?, example fix). None: no bound on that side.
-_RANGES: dict[str, tuple[float | None, float | None, bool, str]] = {
-    "repeats": (1, MAX_REPEATS, False, "e.g. repeats=3 (the gate's t-test needs 2 or more)"),
-    "seed": (0, 2**63 - 1, False, "give a non-negative integer, or seed=null to draw one"),
-    "client.timeout_s": (0, None, True, "e.g. client.timeout_s=3600"),
-    "client.stall_timeout_s": (0, None, True, "e.g. client.stall_timeout_s=600"),
-    "client.max_stamp_err_ms": (0, None, True, "e.g. client.max_stamp_err_ms=1.0"),
-    "client.max_cpu_share": (0, 1, True, "a share in (0, 1], e.g. 0.95"),
-    "client.workers": (1, 256, False, "e.g. client.workers=2 (one client process per core)"),
-    "client.max_queue_delay_ms": (0, None, True, "e.g. client.max_queue_delay_ms=10"),
-    "client.max_stall_share": (0, 1, True, "a share in (0, 1], e.g. 0.01"),
-    "engine.startup_timeout_s": (0, None, True, "e.g. engine.startup_timeout_s=900"),
-    "engine.threads": (-1, None, False, "e.g. engine.threads=2, -1 for every core but the "
-                       "client's, or null for all cores"),
-    "engine.nice": (0, 19, False, "a niceness 0-19 that lowers the engine's priority (raising "
-                    "it needs privileges), or null for the harness's own"),
-    "speculator.k": (0, 64, False, "e.g. speculator.k=3"),
-    "speculator.ngram_min": (1, None, False, "e.g. speculator.ngram_min=2"),
-    "speculator.ngram_max": (1, None, False, "e.g. speculator.ngram_max=4"),
-    "speculator.acceptance.length": (1, None, False, "an acceptance length is >= 1"),
-    "speculator.acceptance.confidence": (0, 1, True, "e.g. 0.999 (two-sided)"),
-    "speculator.acceptance.min_drafts": (1, None, False, "e.g. 200"),
-    "topology.pcp": (1, None, False, "e.g. topology.pcp=1"),
-    "topology.prefill_gpus": (0, None, False, "0 = aggregated serving"),
-    "topology.decode_gpus": (0, None, False, "0 = aggregated serving"),
-    "scenario.speedup": (0, None, True, "e.g. scenario.speedup=10 (timestamped replay)"),
-    "client.max_event_bytes": (1024, None, False, "e.g. client.max_event_bytes=4194304"),
-    "scenario.requests_per_conc": (1, 10_000, False, "e.g. scenario.requests_per_conc=10"),
-    "scenario.warmup_per_conc": (0, 10_000, False, "e.g. scenario.warmup_per_conc=2"),
-    "scenario.min_success": (0, 1, False, "a share in [0, 1], e.g. 0.95"),
-    "scenario.duration_s": (0, None, True, "e.g. scenario.duration_s=900"),
-    "scenario.min_measured_s": (0, None, False, "e.g. scenario.min_measured_s=900"),
-    "scenario.max_overflow_share": (0, 1, False, "a share in [0, 1], e.g. 0.01"),
-    "scenario.max_failed_share": (0, 1, False, "a share in [0, 1], e.g. 0.10"),
-    "scenario.idle_cap_s": (0, None, False, "e.g. scenario.idle_cap_s=10, or inf for no cap"),
-    "scenario.tree_cap_s": (0, None, False, "e.g. scenario.tree_cap_s=300, or inf for no cap"),
-    "scenario.warmup_requests_per_lane": (0, 10_000, False,
-                                          "e.g. scenario.warmup_requests_per_lane=10"),
-    "scenario.start_min_ratio": (0, 1, False, "a share in [0, 1], e.g. 0.25"),
-    "scenario.start_max_ratio": (0, 1, False, "a share in [0, 1], e.g. 0.75"),
-    "scenario.fit_factor": (1, None, False, "1 keeps the trace; e.g. fit_factor=4 divides by 4"),
-    "scenario.fit_cap_tokens": (0, None, False, "0 = no cap; e.g. fit_cap_tokens=8192"),
-    "scenario.dataset.max_entries": (0, None, False, "0 = every trace; AgentX uses 393"),
-    "scenario.dataset.max_context_tokens": (0, None, False, "0 = no limit; e.g. 262144"),
-    "eval.limit": (1, None, False, "e.g. eval.limit=50, or null for the whole split"),
-    "eval.num_fewshot": (0, 64, False, "e.g. eval.num_fewshot=5"),
-    "eval.concurrency": (1, 4096, False, "e.g. eval.concurrency=64"),
-    "eval.max_length": (256, None, False, "e.g. eval.max_length=16384"),
-    "eval.max_gen_toks": (1, None, False, "e.g. eval.max_gen_toks=256"),
-    "eval.timeout_s": (0, None, True, "e.g. eval.timeout_s=1800"),
-    "lossless.prompts": (1, 50, False, "e.g. lossless.prompts=8 (the slice has 50)"),
-    "lossless.max_tokens": (1, 4096, False, "e.g. lossless.max_tokens=48"),
-    "lossless.samples": (2, 10_000, False, "e.g. lossless.samples=24"),
-    "lossless.positions": (1, 4096, False, "e.g. lossless.positions=8"),
-    "lossless.alpha": (0, 1, True, "a significance level in (0, 1), e.g. 0.01"),
-    "lossless.tie_margin": (0, None, False, "nats, e.g. lossless.tie_margin=0.25 (0 = strict)"),
-    "lossless.top_logprobs": (0, 20, False, "e.g. lossless.top_logprobs=5 (0: margins unknown)"),
-    "model.context_length": (1, None, False, "the model's trained context, e.g. 8192"),
-    "chip.gpus_per_node": (1, None, False, "e.g. chip.gpus_per_node=8"),
-    "chip.power_kw_all_in": (0, None, False, "kW per GPU including its host share"),
-    "chip.cost_per_gpu_hr.hyperscaler": (0, None, False, "$ per GPU-hour"),
-    "chip.cost_per_gpu_hr.neocloud": (0, None, False, "$ per GPU-hour"),
-    "chip.cost_per_gpu_hr.rental_3yr": (0, None, False, "$ per GPU-hour"),
-}
-
-
-# Caps where infinity (or null) means "no cap".
-_INFINITE_OK = frozenset({"scenario.idle_cap_s", "scenario.tree_cap_s"})
-
-
-def _range_problem(v: float, lo: float | None, hi: float | None, lo_open: bool,
-                   inf_ok: bool = False) -> str | None:
-    if inf_ok and v == math.inf:
-        return None
-    if not math.isfinite(v):
-        return f"{v} is not a finite number"
-    if lo is not None and (v <= lo if lo_open else v < lo):
-        return f"{v:g} is {'not above' if lo_open else 'below'} {lo:g}"
-    if hi is not None and v > hi:
-        return f"{v:g} is above the limit of {hi:g}"
-    return None
-
-
 def check_ranges(sc: SweepConfig, where: Locator) -> None:
-    """Every numeric setting within its sensible range (NaN and infinity never are)."""
-    for key, (lo, hi, lo_open, fix) in _RANGES.items():
-        v = _dotted(sc, key)
-        if v is None:
+    """Every setting declared with a bound or choices (harness.config.fields) within them:
+    NaN and infinity are never in range, except infinity where the field means no cap."""
+    for key, value, s in walk_values(sc):
+        if value is None:
             continue
-        problem = _range_problem(float(v), lo, hi, lo_open, key in _INFINITE_OK)
-        if problem:
-            raise ConfigError.at(where, key, problem, fix)
+        if s.choices and value not in s.choices:
+            noun = s.noun or key.rsplit(".", 1)[-1].replace("_", " ")
+            raise ConfigError.at(where, key, f"unknown {noun} {value!r}",
+                                 s.fix or f"use one of {s.choices}")
+        if s.bounded:
+            problem = s.range_problem(float(value))
+            if problem:
+                raise ConfigError.at(where, key, problem, s.fix)
     if sc.speculator.ngram_max < sc.speculator.ngram_min:
         raise ConfigError.at(where, "speculator.ngram_max",
                              "ngram_max is below ngram_min", "set ngram_max >= ngram_min")
@@ -275,7 +185,7 @@ def check_concurrency(sc: SweepConfig, where: Locator) -> None:
 
 def check_combinations(sc: SweepConfig, where: Locator) -> None:
     """Rules that involve more than one file. Each names the key to change and how."""
-    sc_, model = sc.scenario, sc.model
+    model = sc.model
     precision = sc.precision or model.default_precision
     if model.precisions and precision not in model.precisions:
         raise ConfigError.at(where, "precision",
@@ -283,13 +193,8 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
                              f"use one of {model.precisions} or add it to "
                              f"recipes/model/{model.name}.yaml")
     check_slo_settings(sc, where)
-    check_chat_encoder(sc, where)
     check_dataset(sc, where)
     check_correlation_headers(sc, where)
-    if sc_.api not in ("completions", "chat"):
-        raise ConfigError.at(where, "scenario.api", f"unknown api {sc_.api!r}",
-                             "use completions or chat")
-    check_client_choices(sc, where)
     check_speculator(sc, where)
     check_correctness(sc, where)
     topo = sc.topology
@@ -318,9 +223,6 @@ def check_correctness(sc: SweepConfig, where: Locator) -> None:
             raise ConfigError.at(where, "model.eval_floors",
                                  f"{task}: {floor} is not a floor of a known task",
                                  f"tasks {EVAL_TASKS}, floors in [0, 1]")
-    if sc.lossless.mode not in ("auto", "on", "off"):
-        raise ConfigError.at(where, "lossless.mode",
-                             f"unknown mode {sc.lossless.mode!r}", "use auto, on or off")
     if not sc.lossless.temperatures or any(not 0.0 <= t <= 2.0
                                            for t in sc.lossless.temperatures):
         raise ConfigError.at(where, "lossless.temperatures",
@@ -330,8 +232,8 @@ def check_correctness(sc: SweepConfig, where: Locator) -> None:
 
 def check_speculator(sc: SweepConfig, where: Locator) -> None:
     """The speculator against its engine's recipe: a method it runs, a draft length, a known
-    sample method (whether the engine can render it is its adapter's rule,
-    harness.workloads.registry.check_sample_method), a known acceptance mode."""
+    whether the engine can render its sample method is its adapter's rule
+    (harness.workloads.registry.check_sample_method); the choices are the fields' own."""
     eng, spec = sc.engine, sc.speculator
     if spec.method != "none" and eng.speculators and spec.method not in eng.speculators:
         raise ConfigError.at(where, "speculator.method",
@@ -342,13 +244,3 @@ def check_speculator(sc: SweepConfig, where: Locator) -> None:
         raise ConfigError.at(where, "speculator.k",
                              f"speculator {spec.method} needs a draft length k >= 1",
                              "set speculator.k (e.g. speculator.k=3)")
-    if spec.sample_method not in SAMPLE_METHODS:
-        raise ConfigError.at(where, "speculator.sample_method",
-                             f"unknown sample method {spec.sample_method!r}",
-                             f"use one of {SAMPLE_METHODS}")
-    if spec.acceptance.mode not in ("auto", "real", "injected"):
-        raise ConfigError.at(where, "speculator.acceptance.mode",
-                             f"unknown mode {spec.acceptance.mode!r}", "use auto, real or injected")
-    if spec.acceptance.other_k not in ("refuse", "allow"):
-        raise ConfigError.at(where, "speculator.acceptance.other_k",
-                             f"unknown value {spec.acceptance.other_k!r}", "use refuse or allow")

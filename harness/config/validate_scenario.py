@@ -43,15 +43,6 @@ def check_dataset(sc: SweepConfig, where: Locator) -> None:
                              "empty split name", "use scenario.dataset.split=train (the corpus's)")
 
 
-def check_chat_encoder(sc: SweepConfig, where: Locator) -> None:
-    """model.chat_encoder names an encoder the prompt builders have."""
-    if sc.model.chat_encoder not in ("template", "dsv4"):
-        raise ConfigError.at(where, "model.chat_encoder",
-                             f"unknown chat encoder {sc.model.chat_encoder!r}",
-                             "use template (the tokenizer's chat template) or dsv4 (DeepSeek-V4's "
-                             "own encoder, InferenceX's --dsv4)")
-
-
 def check_header_names(headers: list[str], key: str, where: Locator) -> None:
     """Only the routing headers AIPerf derives from the correlation id (docs/replay.md)."""
     for h in headers:
