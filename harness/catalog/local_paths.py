@@ -6,8 +6,9 @@ A runner script stages a checkpoint or draft on its cluster (`hf download REPO -
 `0000000000`), then serves that path. What runs is REPO: the harness names it by its HF id and
 the engine loads it from the cache the container mounts. `localize` rewrites each such path
 (whole, as an argument, an environment value or a value in a file the server reads) to its
-repository; `shipped_local_paths` finds any that is left (a file inside a staged checkpoint,
-`$MODEL_PATH/chat_template.jinja`, has no HF-id spelling), and the writer refuses the key."""
+repository; `shipped_local_paths` finds any that is left (a file inside a staged checkpoint has
+no HF-id spelling: the writer names one in the server's command as {model_dir}/NAME), and the
+writer refuses the key."""
 
 from __future__ import annotations
 
@@ -110,17 +111,16 @@ def shipped_local_paths(node: Any) -> list[str]:
 
 
 def checkpoint_note(left: list[str], captures: list[Mapping[str, Any]]) -> str:
-    """Why a left path has no spelling, when it is a file of the staged checkpoint itself
-    (minimaxm3_fp4_b{200,300}_trt_mtp.sh@843c6254: `--chat_template
-    "$MODEL_PATH/chat_template.jinja"`): the harness names the checkpoint by its HF id, so its
-    directory inside the engine's container is known only at launch (docs/catalog.md)."""
+    """Why a left path has no spelling, when it is a file of the staged checkpoint itself: the
+    server's command names one as {model_dir}/NAME (minimaxm3_fp4_b{200,300}_trt_mtp.sh@843c6254:
+    `--chat_template "$MODEL_PATH/chat_template.jinja"`, docs/catalog.md); the writer does not
+    spell one in an environment value (the adapters do not render engine.env) or a file's text."""
     for c in captures:
         base = str((c.get("env_in") or {}).get("MODEL_PATH") or "").rstrip("/")
         inside = sorted({p for p in left if base and p.startswith(base + "/")})
         if inside:
             model = (c.get("job") or {}).get("model") or base
             return (f"; {', '.join(posixpath.basename(p) for p in inside)} is a file of the "
-                    f"staged checkpoint {model} itself, whose directory in the engine's "
-                    "container the recipe cannot name yet (a {model_dir} placeholder, "
-                    "docs/catalog.md)")
+                    f"staged checkpoint {model} itself, named outside the server's command "
+                    "(the writer spells it {model_dir} only there, docs/catalog.md)")
     return ""

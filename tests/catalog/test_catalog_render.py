@@ -9,8 +9,8 @@ fixtures.py) and for every shipped capture in recipes/recipe/captured/ (the impo
 What the adapters add on purpose, and so is taken out before comparing: SGLang's
 `--enable-metrics` (the counters that verify acceptance) and TensorRT-LLM's metrics keys in its
 YAML (harness/engines/trtllm.py METRICS_OPTIONS). A path the runner staged a checkpoint or draft
-at is compared as the repository it holds (harness/catalog/local_paths.py localize); a key whose
-launch names a machine path with no such spelling ships no recipe (REFUSED)."""
+at is compared as the repository it holds (harness/catalog/local_paths.py localize), and a file
+inside the staged checkpoint as that file of the checkpoint's snapshot ({model_dir})."""
 
 from __future__ import annotations
 
