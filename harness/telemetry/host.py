@@ -218,12 +218,17 @@ class HostSampler:
         # it; the first sample sees every process, so this holds after it.
         delta = {key: p.total_s - (before[key].total_s if key in before else 0.0)
                  for key, p in now.items()}
-        # A process that ended since the last sample: its parent's reaped time now holds its
-        # whole life, of which the readings so far counted what it had at the last sample.
+        # A process that ended since the last sample: the reaped time of the nearest ancestor
+        # still alive now holds its whole life (through any parent that ended too), of which
+        # the readings so far counted what it had at the last sample.
         by_pid = {p.pid: key for key, p in now.items()}
-        for key, gone in before.items():
-            if key not in now and (parent := by_pid.get(gone.ppid)) is not None:
-                delta[parent] -= gone.total_s
+        was = {p.pid: p for key, p in before.items() if key not in now}
+        for gone in was.values():
+            up, hops = gone.ppid, 0
+            while up not in by_pid and up in was and hops < 64:
+                up, hops = was[up].ppid, hops + 1
+            if (alive := by_pid.get(up)) is not None:
+                delta[alive] -= gone.total_s
         for key, p in now.items():
             d = delta[key]
             if d <= 0:

@@ -202,6 +202,24 @@ def test_a_helper_that_starts_and_ends_between_samples_is_ours() -> None:
     assert f.unattributed_cores < 0.5 * children, (f, children)
 
 
+def test_a_chain_that_ends_within_one_interval_is_counted_once() -> None:
+    """A shell that runs a tool and both end between two samples (`sh -c 'tool; true'`): the
+    tool's life reaches us twice, in the shell's reaped time and in ours once we reap the
+    shell; a burn that started before the last sample must not be counted again."""
+    burn = ("import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 1.6: pass")
+    with host.HostSampler(0.5) as h:
+        time.sleep(0.7)
+        t0 = time.perf_counter()
+        subprocess.run(["sh", "-c", f"{sys.executable} -c '{burn}'; true"], check=True)
+        t1 = time.perf_counter()
+        assert h.wait_past(t1 + 1.0, 3.0)
+    f = host.window_figures(h.readings, t0 - 0.5, t1 + 1.0)
+    burnt = 1.6 / (t1 + 1.5 - t0)
+    assert f.ours_cores >= 0.8 * burnt, (f, burnt)
+    assert f.ours_cores <= 1.3 * burnt + 0.05, (f, burnt)  # not the burn twice over
+
+
 def test_an_unsampled_host_is_not_judged() -> None:
     assert host_rules({}, ValiditySettings()) == []
     assert host_rules(host.HostFigures(5.0, 0.0).fields(), ValiditySettings()) == []
