@@ -32,7 +32,7 @@ from typing import Protocol
 from harness.client.streaming import StreamingClient
 from harness.records import PHASE_MEASURED, PHASE_PROBE, PHASE_WARMUP, RequestRecord, RequestSpec
 from harness.workloads.agentic_bodies import AgenticBodies
-from harness.workloads.replay_clock import Jumps, ReplayClock
+from harness.workloads.replay_clock import ReplayClock
 from harness.workloads.replay_context import ReplayContext
 from harness.workloads.replay_plan import (
     Branch,
@@ -46,6 +46,7 @@ from harness.workloads.replay_plan import (
     start_point,
     start_seed,
 )
+from harness.workloads.replay_result import ReplayResult, measured_window
 from harness.workloads.replay_sessions import SessionIds, TraceSampler
 from harness.workloads.replay_settings import ReplaySettings
 from harness.workloads.traces.model import Trace
@@ -56,25 +57,6 @@ _POLL_S = 0.01  # how often the warmup's end is checked
 # is left (a 1M-token body takes 2-5 ms to build on a slow core); bodies are held only this
 # long. benchmarks/agentic_scale.py builds its own the same way.
 BUILD_LEAD_S = 0.01
-
-
-@dataclass
-class ReplayResult:
-    records: list[RequestRecord]
-    start_ts: float  # the measured window (settings.window)
-    end_ts: float
-    start_wall: float
-    sessions_started: int = 0
-    sessions_finished: int = 0
-    profiling_start: float = math.nan  # when the warmup had drained
-    deadline: float = math.nan
-    start_points: list[float] = field(default_factory=list)  # t* per lane
-    trees: list[tuple[int, str]] = field(default_factory=list)  # (lane, trace) as started
-    jumps: Jumps = field(default_factory=Jumps)
-
-    @property
-    def duration_s(self) -> float:
-        return self.end_ts - self.start_ts
 
 
 class ReplaySync(Protocol):
@@ -391,14 +373,3 @@ class Replayer:
                             self._sessions_finished, t0, self.deadline, points, self.trees,
                             self.clock.jumps)
 
-
-def measured_window(records: list[RequestRecord], rule: str, t0: float, deadline: float
-                    ) -> tuple[float, float]:
-    """The measured window (ReplaySettings.window) over a replay's records."""
-    kept = [r for r in records if r.phase == PHASE_MEASURED and r.ok]
-    if rule == "requests" and kept:
-        # AgentX divides by (last request end - first request start) of the kept records
-        # (docs/upstream/agentx.md §2.2)
-        return min(r.send_ts for r in kept), max(r.end_ts for r in kept)
-    measured = [r.end_ts for r in records if r.phase == PHASE_MEASURED]
-    return t0, max([deadline, *measured])

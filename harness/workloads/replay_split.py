@@ -41,8 +41,8 @@ from harness.client.pool_worker import Channel
 from harness.client.streaming import run_async
 from harness.client.workers import WorkerError, merge_health, process_context
 from harness.records import RequestRecord
-from harness.workloads.replay import ReplayResult, measured_window
 from harness.workloads.replay_clock import Jumps
+from harness.workloads.replay_result import ReplayResult, measured_window
 from harness.workloads.replay_settings import ReplaySettings
 from harness.workloads.replay_split_worker import (
     BUSY,

@@ -27,8 +27,9 @@ from harness.client.pool_worker import Channel
 from harness.client.streaming import ClientSettings, StreamingClient, run_async
 from harness.workloads.agentic_bodies import AgenticBodies
 from harness.workloads.prompts import BlockPrompts
-from harness.workloads.replay import Replayer, ReplayResult
+from harness.workloads.replay import Replayer
 from harness.workloads.replay_clock import ReplayClock
+from harness.workloads.replay_result import ReplayResult
 from harness.workloads.replay_sessions import TraceSampler
 from harness.workloads.replay_settings import ReplaySettings
 from harness.workloads.traces.model import Trace
