@@ -185,3 +185,63 @@ def test_the_package_root_holds_only_what_belongs_to_all() -> None:
         "put each in the package of its job (docs/architecture.md)")
     for pkg in (p for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"):
         _layer_of(f"harness.{pkg.name}")
+
+
+# A workload kind answers for itself (docs/architecture.md, "Engine and workload kinds are
+# plug-ins"): code outside harness/workloads/ asks the kind's class or the point's recorded
+# traits (harness.record.workload_traits), never compares the scenario's kind with a name.
+# What may still compare, and why:
+KIND_BRANCHES_ALLOWED = {
+    # below the workloads' layer: the built-in kind's flag where a caller passes none
+    "harness/speculation/acceptance.py": 1,
+}
+# Branches another change has yet to take out (the bench rules take the point's traits from
+# the sweep's assembly, harness/sweep/point.py); the count fails when they are gone, so the
+# entry goes with them.
+KIND_BRANCHES_NOT_YET = {
+    "harness/record/bench_rules.py": 2,
+}
+_KIND_NAMES = {"fixed", "agentic", "timestamped"}
+
+
+def _kind_names(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in _KIND_NAMES
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_kind_names(e) for e in node.elts)
+    return False
+
+
+def kind_branches(source: str) -> int:
+    """Comparisons of something named `kind` with a workload kind's name."""
+    n = 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_kind_names(s) for s in sides) and any(
+                    "kind" in ast.unparse(s) for s in sides if not _kind_names(s)):
+                n += 1
+    return n
+
+
+def test_the_kind_branch_count_finds_a_branch() -> None:
+    assert kind_branches('if sc.scenario.kind == "agentic":\n    pass\n') == 1
+    assert kind_branches('x = p.get("scenario_kind", "fixed") in ("fixed", "x")\n') == 1
+    assert kind_branches('if engine == "agentic":\n    pass\n') == 0
+
+
+def test_no_branch_on_the_scenario_kind_outside_workloads() -> None:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = str(path.relative_to(PACKAGE.parent))
+        if not rel.startswith("harness/workloads/") and (n := kind_branches(path.read_text())):
+            found[rel] = n
+    allowed = {**KIND_BRANCHES_ALLOWED, **KIND_BRANCHES_NOT_YET}
+    assert found == allowed, (
+        f"branches on the scenario's kind outside harness/workloads/: {found}, expected "
+        f"{allowed}; declare the trait on the workload class and read it from the point "
+        "(harness/record/workload_traits.py) or the class (workload_class(kind))")
+    assert sum(KIND_BRANCHES_ALLOWED.values()) <= 2
+    js = [f"{p.relative_to(PACKAGE.parent)}" for p in PACKAGE.rglob("*.js")
+          if "scenario_kind ===" in p.read_text() or "scenario_kind !==" in p.read_text()]
+    assert not js, f"pages branching on the scenario's kind: {js}; read the point's traits"

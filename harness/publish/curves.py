@@ -18,12 +18,14 @@ from scipy.interpolate import PchipInterpolator
 from harness.record.metrics import PRICE_TIERS
 from harness.record.point_record import PointIdentity
 from harness.record.spec_names import spec_name
+from harness.record.workload_traits import traits_of
 
 
 def series_key(p: dict[str, Any]) -> tuple[str, ...]:
     """The series of a flat point (as read from disk); a fixed-sequence series is named by its
     speculator's own name (`self_draft`, not the method `draft_model` it shares)."""
-    key = tuple(map(str, PointIdentity.from_flat(p).series_key()))
+    merged = traits_of(p).merges_speculative_curve
+    key = tuple(map(str, PointIdentity.from_flat(p).series_key(merged)))
     return (*key[:4], spec_name(p)) if len(key) > 4 else key
 
 

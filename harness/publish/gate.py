@@ -92,7 +92,8 @@ def point_label(p: PointRecord) -> str:
     points share a series) is in the line."""
     i = p.identity
     load = f"conc {i.conc}" if i.rate is None else f"rate {i.rate:g}/s ({i.arrival})"
-    shown = i.spec_method != "none" or i.scenario_kind == "agentic"  # one agentic series
+    # where plain and speculative points share a series, the plain one says so too
+    shown = i.spec_method != "none" or p.traits.merges_speculative_curve
     spec = f" · {spec_label(p)}" if shown else ""
     return f"{i.model} {i.precision} · {i.chip} · {i.engine}{spec} · {i.scenario} · {load}"
 
@@ -269,7 +270,7 @@ def frontier_comparisons(baseline: Sequence[PointRecord], candidate: Sequence[Po
         for p in points:
             if p.valid:
                 i = p.identity
-                out[(i.series_key(), i.scenario, i.scenario_settings)][i.repeat].append(p)
+                out[(p.series_key(), i.scenario, i.scenario_settings)][i.repeat].append(p)
         return out
 
     bs, cs = series(baseline), series(candidate)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.record.metrics import CATALOGUE
+from harness.record.workload_traits import traits_of
 
 # header, key, format; the display scale (seconds shown as ms) is the catalogue's.
 _COLUMNS = (
@@ -70,10 +71,9 @@ def summary_table(points: Iterable[dict[str, Any]]) -> str:
         row = " ".join(_cell(f, p.get(k), _scale(k)) for _, k, f in cols)
         lines.append(f"{row}  {'yes' if p.get('valid') else 'NO'}")
     first = points[0]
-    kind = first.get("scenario_kind")
-    shape = {"agentic": f"{first.get('fit')}, concurrency = session trees",
-             "timestamped": f"{first.get('fit')}, concurrency = speed-up multiplier",
-             }.get(str(kind), f"ISL {first.get('isl')}, OSL {first.get('osl')}")
+    traits = traits_of(first)
+    shape = (f"ISL {first.get('isl')}, OSL {first.get('osl')}" if traits.fixed_shape
+             else f"{first.get('fit')}, concurrency = {traits.load_means}")
     title = (f"{first.get('model')} {first.get('precision')} on {first.get('chip')} / "
              f"{first.get('engine')} ({first.get('engine_version')}), "
              f"{first.get('scenario')} ({shape}), speculator {first.get('spec_method')}")

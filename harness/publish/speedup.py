@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.publish.curves import interpolate_on_frontier
 from harness.record.spec_names import spec_name
+from harness.record.workload_traits import traits_of
 
 INTVTY = "median_intvty"
 TPUT = "tput_per_gpu"
@@ -72,7 +73,7 @@ def base_key(p: dict[str, Any]) -> tuple[str, ...]:
     """What a speculative series and its plain match share: model, chip, engine, precision
     and the scenario with its shape (published rows carry no scenario settings hash)."""
     shape = f"{p.get('scenario')} (ISL {p.get('isl')}, OSL {p.get('osl')})" \
-        if p.get("scenario_kind", "fixed") == "fixed" else str(p.get("scenario"))
+        if traits_of(p).fixed_shape else str(p.get("scenario"))
     return (str(p.get("model")), str(p.get("chip")), str(p.get("engine")),
             str(p.get("precision")), shape)
 

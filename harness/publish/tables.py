@@ -19,7 +19,7 @@ def scenario_label(p: PointRecord) -> str:
     """The scenario's name, and for fixed-sequence points the shape that was run (a name keeps
     its label when scenario.isl/osl are overridden, the shape does not)."""
     i = p.identity
-    if i.scenario_kind == "fixed":
+    if p.traits.fixed_shape:
         return f"{i.scenario} (ISL {i.isl}, OSL {i.osl})"
     return i.scenario
 
@@ -32,8 +32,7 @@ def frontier_table(points: Sequence[PointRecord], targets: Sequence[float],
     groups: dict[tuple, list[PointRecord]] = defaultdict(list)
     for p in points:
         if p.valid and p.get(x) is not None and p.get(y) is not None:
-            i = p.identity
-            groups[(scenario_label(p), i.scenario_settings, i.series_key())].append(p)
+            groups[(scenario_label(p), p.identity.scenario_settings, p.series_key())].append(p)
     rows = []
     for (scenario, _, key), pts in sorted(groups.items(), key=lambda kv: str(kv[0])):
         xs, ys = [float(p.get(x)) for p in pts], [float(p.get(y)) for p in pts]

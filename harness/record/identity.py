@@ -12,6 +12,7 @@ import dataclasses
 from harness.config.schema import EngineConfig, ScenarioConfig, SweepConfig
 from harness.config.validate import gpus_of
 from harness.record.point_record import PointIdentity, digest
+from harness.record.workload_traits import built_in_traits
 from harness.speculation.acceptance import AcceptancePlan
 
 _digest = digest
@@ -65,7 +66,7 @@ def scenario_settings_hash(sc: SweepConfig) -> str:
     for k in _SCENARIO_AT_DEFAULT:
         if s.get(k) == _SCENARIO_DEFAULTS[k]:
             del s[k]
-    if sc.scenario.kind != "agentic":
+    if not built_in_traits(sc.scenario.kind).has_sessions:  # the hash the points had before
         for k in _SCENARIO_LATER:
             if s.get(k) == _SCENARIO_DEFAULTS[k]:
                 del s[k]

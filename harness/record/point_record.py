@@ -20,6 +20,7 @@ import orjson
 from harness.record.chip_costs import CHIP_FIELDS
 from harness.record.metrics import CATALOGUE
 from harness.record.validity import Validity
+from harness.record.workload_traits import WorkloadTraits, traits_of
 
 SCHEMA_VERSION = 2
 
@@ -88,11 +89,12 @@ class PointIdentity:
         return {"engine_settings": self.engine_settings,
                 "scenario_settings": self.scenario_settings}
 
-    def series_key(self) -> tuple[str, ...]:
-        """One curve: (model, chip, engine, precision), plus the speculator for fixed-sequence
-        scenarios (MTP and non-MTP are separate curves); agentic curves merge them."""
+    def series_key(self, merges_speculative_curve: bool) -> tuple[str, ...]:
+        """One curve: (model, chip, engine, precision), plus the speculator where the kind keeps
+        one curve per speculator (fixed-sequence: MTP and non-MTP are separate curves); the
+        point's trait says (harness.record.workload_traits)."""
         base = (self.model, self.chip, self.engine, self.precision)
-        if self.scenario_kind == "agentic":
+        if merges_speculative_curve:
             return base
         return (*base, self.spec_method or "none")
 
@@ -136,6 +138,14 @@ class PointRecord:
     @property
     def reasons(self) -> list[str]:
         return self.validity.reasons
+
+    @property
+    def traits(self) -> WorkloadTraits:
+        """How its workload kind's points are read (recorded on the point)."""
+        return traits_of(self)
+
+    def series_key(self) -> tuple[str, ...]:
+        return self.identity.series_key(self.traits.merges_speculative_curve)
 
     def get(self, key: str, default: Any = None) -> Any:
         """A flat key, as the line on disk spells it."""

@@ -10,12 +10,8 @@ a workload class.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from harness.record.point_record import PointRecord
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +53,13 @@ def built_in_traits(kind: str) -> WorkloadTraits:
     return _BUILT_IN.get(kind, _BUILT_IN["fixed"])
 
 
-def traits_of(point: Mapping[str, Any] | PointRecord) -> WorkloadTraits:
+class _Point(Protocol):
+    """A flat point (a mapping) or a PointRecord: both answer `get` by the line's keys."""
+
+    def get(self, key: str, default: Any = None) -> Any: ...
+
+
+def traits_of(point: _Point) -> WorkloadTraits:
     """The traits a point recorded (a flat mapping or a PointRecord); the built-in kind's for
     a point written before they were."""
     fallback = built_in_traits(str(point.get("scenario_kind") or "fixed"))

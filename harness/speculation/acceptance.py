@@ -274,16 +274,24 @@ class AcceptancePlan:
         }
 
 
+def _synthetic_text(scenario_kind: str) -> bool:
+    """Whether a built-in kind sends synthetic prompt text (the workload class's
+    `synthetic_text`). A branch on the scenario's kind outside harness/workloads/, kept because
+    this layer sits below the workloads and cannot ask the class; callers that can pass the
+    class's flag to `resolve`."""
+    return scenario_kind == "agentic"
+
+
 def resolve(sc: SweepConfig, can_inject: bool, where: str,
-            table: list[AcceptanceRow] | None = None) -> AcceptancePlan:
-    """What acceptance a point runs at. Raises ConfigError before anything launches."""
+            table: list[AcceptanceRow] | None = None,
+            synthetic_text: bool | None = None) -> AcceptancePlan:
+    """What acceptance a point runs at. Raises ConfigError before anything launches.
+    `synthetic_text`: the workload class's flag (None: the built-in kind's)."""
     spec = sc.speculator
     if spec.method == "none":
         return AcceptancePlan("none")
-    # One of two branches on the scenario's kind outside harness/workloads/: this layer sits
-    # below the workloads, so it cannot ask the workload class (AgenticLaneWorkload's
-    # synthetic_text, which check_sample_method reads); the rule is the same one.
-    agentic = sc.scenario.kind == "agentic"
+    agentic = (_synthetic_text(sc.scenario.kind) if synthetic_text is None
+               else synthetic_text)
     mode = spec.acceptance.mode
     if mode == "auto":
         # Replayed agentic text is synthetic: inject. Fixed-sequence: real acceptance on
@@ -293,7 +301,7 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
         return AcceptancePlan("real", representative=not agentic,
                               source="engine's own drafts (not representative: synthetic text)"
                               if agentic else "engine's own drafts")
-    refusal = check_injectable(spec.method, sc.scenario.kind)
+    refusal = injectable_refusal(spec.method, agentic)
     if refusal:
         raise ConfigError(where, "speculator.method", refusal,
                           "use speculator=mtp, eagle3 or draft_model for injected agentic "
@@ -361,12 +369,16 @@ LOOKUP_DRAFTERS = frozenset({"ngram", "prompt_lookup", "suffix", "lookahead"})
 
 
 def check_injectable(method: str, scenario_kind: str, mode: str = "injected") -> str | None:
+    """`injectable_refusal` for a built-in scenario kind."""
+    return injectable_refusal(method, _synthetic_text(scenario_kind), mode)
+
+
+def injectable_refusal(method: str, synthetic_text: bool,
+                       mode: str = "injected") -> str | None:
     """Why an injected point with this drafter cannot be run, or None. Called at validation:
-    an n-gram drafter proposes nothing on the synthetic agentic prompts, so the point would
-    only ever be judged on a handful of drafts (or none)."""
-    # The second branch on the kind (below the workloads, as in `resolve`): only the agentic
-    # replay's prompts are synthetic word blocks.
-    if mode != "injected" or scenario_kind != "agentic" or method not in LOOKUP_DRAFTERS:
+    an n-gram drafter proposes nothing on the synthetic agentic prompts (word blocks), so the
+    point would only ever be judged on a handful of drafts (or none)."""
+    if mode != "injected" or not synthetic_text or method not in LOOKUP_DRAFTERS:
         return None
     return (f"speculator {method} drafts only from n-grams already in the text, and the "
             "replayed agentic prompts are synthetic single-token-word blocks: it proposes "

@@ -34,7 +34,7 @@ from harness.config.schema import EngineConfig, SweepConfig
 from harness.config.validate import Locator, check_combinations, check_ranges
 from harness.record.results import RunDir
 from harness.speculation import acceptance
-from harness.workloads.registry import check_kinds
+from harness.workloads.registry import check_kinds, workload_class
 
 AGENTIC_SHORT = "agentic-weka-cpu"  # scenarios/agentic-weka-cpu.yaml: traces in the repo
 AGENTIC_S = 10.0
@@ -106,7 +106,8 @@ def plan_key(key: str) -> KeyPoint:
     base = dict(key=key, engine=one.engine.kind, kind=one.scenario.kind, dp=dp,
                 router=_router_name(lc), concurrency=min(one.concurrency), k=k, launch=lc.tag)
     try:
-        plan = acceptance.resolve(one, True, f"recipes/recipe/{key}.yaml")
+        plan = acceptance.resolve(one, True, f"recipes/recipe/{key}.yaml",
+                                  synthetic_text=workload_class(one.scenario.kind).synthetic_text)
     except ConfigError as e:
         why = f"not verified, no AL to inject: {e.problem.splitlines()[0]}"
         own = choose_launch(compose_sweep([f"recipe={key}"]))
@@ -133,7 +134,7 @@ def attach_config(p: KeyPoint, url: str, metrics_url: str | None, short: Short,
     # SGLang's AL is a gauge read once a second, one distinct reading per 40-step decode
     # interval (harness/engines/acceptance_counters.py): twice the window for its draws
     slow = 2 if p.engine == "sglang" and p.k else 1
-    if p.kind == "agentic":
+    if workload_class(p.kind).has_sessions:  # a short replay of session trees
         secs = short.agentic_s * slow
         scenario = replace(compose_sweep([f"scenarios={AGENTIC_SHORT}"]).scenario,
                            duration_s=secs, min_measured_s=secs / 4,

@@ -27,7 +27,9 @@ from harness.workloads.agentx_facts import agentx_facts
 from harness.workloads.base import LoadLevel, Measurement, OnDone, Target, Workload
 from harness.workloads.fixed_seq import PromptBuilder
 from harness.workloads.prompts import BlockPrompts
-from harness.workloads.replay import Replayer, ReplayResult, ReplaySettings
+from harness.workloads.replay import Replayer
+from harness.workloads.replay_result import ReplayResult
+from harness.workloads.replay_settings import ReplaySettings
 from harness.workloads.replay_split import LanesJob, replay_over_lanes
 from harness.workloads.traces import Trace, scenario_traces
 from harness.workloads.traces.fit import Fit, fit_traces
@@ -75,6 +77,8 @@ class AgenticLaneWorkload(Workload):
 
     kind = "agentic"
     reads_traces = sends_correlation_ids = synthetic_text = drops_zero_tpot = True
+    merges_speculative_curve = has_sessions = True
+    load_means = "session trees"
     describes = "agentic replays"
 
     def __init__(self, sc: SweepConfig, tokenizer: Any, root: Path) -> None:
@@ -129,8 +133,8 @@ class AgenticLaneWorkload(Workload):
         assert self.prompts is not None, "prepare() first"
         return replay_point(self, target, level, on_done)
 
-    def facts(self, meas: Measurement, metrics: Mapping[str, Any],
-              samples: Sampled = ()) -> dict[str, Any]:
+    def measured_facts(self, meas: Measurement, metrics: Mapping[str, Any],
+                       samples: Sampled = ()) -> dict[str, Any]:
         measured = meas.measured.records
         return {
             **meas.extra,

@@ -8,8 +8,10 @@ lanes are its implementations (`harness.workloads.registry`); the runner never a
 A workload kind is a plug-in: its class says what a scenario of its kind may ask for (the
 class flags below), refuses the rest (`check`), and lays out the sweep's load axis
 (`load_axis`). The check step (`harness.workloads.registry.check_kinds`) asks it, so the
-config rules and the runner do not branch on the scenario's kind (what still does: reading a
-recorded point's `scenario_kind` to draw it, and the acceptance lookup below workloads).
+config rules and the runner do not branch on the scenario's kind. How its points are read
+(one curve or one per speculator, sessions, the shape) are its traits (`traits`), recorded on
+every point it measures (`facts`), so publishing asks the point, never the kind's name
+(harness.record.workload_traits).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from harness.engines import prometheus
 from harness.engines.hints import EngineHints
 from harness.engines.sampler import Sampled
 from harness.record.validity import Rule, ValiditySettings
+from harness.record.workload_traits import WorkloadTraits
 from harness.records import RequestRecord
 
 
@@ -119,6 +122,18 @@ class Workload(ABC):
     # Requests whose reply has no inter-token time are left out of TPOT (AgentX's rule for
     # agentic replays, where a turn may answer in one token).
     drops_zero_tpot = False
+    # How its points are read (harness.record.workload_traits.WorkloadTraits says what each
+    # means); recorded on every point, so readers never ask which kind wrote it.
+    merges_speculative_curve = False
+    has_sessions = False
+    fixed_shape = False
+    load_means = "concurrent requests"
+
+    @classmethod
+    def traits(cls) -> WorkloadTraits:
+        return WorkloadTraits(merges_speculative_curve=cls.merges_speculative_curve,
+                              has_sessions=cls.has_sessions, fixed_shape=cls.fixed_shape,
+                              load_means=cls.load_means)
 
     @classmethod
     def check(cls, sc: SweepConfig, where: Locate) -> None:
@@ -157,6 +172,12 @@ class Workload(ABC):
 
     def facts(self, meas: Measurement, metrics: Mapping[str, Any],
               samples: Sampled = ()) -> dict[str, Any]:
+        """What the point records from its workload (pure): the kind's traits and what it
+        measured (`measured_facts`)."""
+        return {**self.traits().fields(), **self.measured_facts(meas, metrics, samples)}
+
+    def measured_facts(self, meas: Measurement, metrics: Mapping[str, Any],
+                       samples: Sampled = ()) -> dict[str, Any]:
         """Workload-specific metrics and facts recorded on the point (pure). `samples`: the
         server's /metrics scraped through the measured window (harness.engines.sampler)."""
         return dict(meas.extra)

@@ -207,6 +207,7 @@ class FixedSequenceWorkload(Workload):
 
     kind = "fixed"
     open_loop_arrivals = searchable = profilable = True
+    fixed_shape = True
     describes = "fixed-sequence scenarios"
 
     @classmethod
@@ -276,8 +277,8 @@ class FixedSequenceWorkload(Workload):
         return measure_closed_loop(target, reqs.warmup, reqs.measured, level.concurrency,
                                    on_done)
 
-    def facts(self, meas: Measurement, metrics: Mapping[str, Any],
-              samples: Sampled = ()) -> dict[str, Any]:
+    def measured_facts(self, meas: Measurement, metrics: Mapping[str, Any],
+                       samples: Sampled = ()) -> dict[str, Any]:
         if "request_rate" not in meas.extra:
             return dict(meas.extra)
         from harness.client.open_loop import lag_figures

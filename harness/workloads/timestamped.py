@@ -55,6 +55,7 @@ def arrivals(traces: list[Trace], where: str) -> list[tuple[float, Trace]]:
 class TimestampedReplayWorkload(Workload):
     kind = "timestamped"
     reads_traces = True
+    load_means = "speed-up multiplier"
     describes = "timestamped replays"
 
     def __init__(self, sc: SweepConfig, tokenizer: Any, root: Path) -> None:
@@ -116,8 +117,8 @@ class TimestampedReplayWorkload(Workload):
     def run(self, target: Target, level: LoadLevel, on_done: OnDone = None) -> Measurement:
         return run_schedule(self.specs[level.point_id], target, on_done)
 
-    def facts(self, meas: Measurement, metrics: Mapping[str, Any],
-              samples: Sampled = ()) -> dict[str, Any]:
+    def measured_facts(self, meas: Measurement, metrics: Mapping[str, Any],
+                       samples: Sampled = ()) -> dict[str, Any]:
         lags = [r.tags["send_lag_s"] for r in meas.measured.records if "send_lag_s" in r.tags]
         arr = np.asarray(lags, dtype=float)
         return {**meas.extra, **replayed_hit_rates(meas.records), "fit": self.fit.describe(),

@@ -3,9 +3,9 @@
 // Values are interpolated on each series' frontier (interp.js). Text via textContent only.
 "use strict";
 
-function compareX(xa, kind) {
+function compareX(xa, load) {
   // interpolation runs along an interactivity (higher is better); latency axes fall back
-  return xa.better === "higher" ? xa.key : DATA.default_x_by_kind[kind];
+  return xa.better === "higher" ? xa.key : DATA.default_x_by_load[load];
 }
 
 // the reader's name of an x axis key (never the key itself)
@@ -72,8 +72,8 @@ function valueText(v, clamped) {
 
 function cell(tr, text, attrs) { tr.appendChild(el("td", attrs || {}, text)); }
 
-function renderCompare(pts, xa, ya, kind) {
-  const xk = compareX(xa, kind);
+function renderCompare(pts, xa, ya, load) {
+  const xk = compareX(xa, load);
   const targets = parseTargets(document.getElementById("targets").value);
   const tier = document.getElementById("tier").value;
   const rows = compareRows(pts, xk, targets, tier, document.getElementById("compare-dates").value);
@@ -119,8 +119,8 @@ function trendKey(p, by) {
   return by === "revision" ? String(p.engine_version || p.harness_revision || "unknown") : p.date;
 }
 
-function renderTrend(pts, xa, ya, kind) {
-  const xk = compareX(xa, kind);
+function renderTrend(pts, xa, ya, load) {
+  const xk = compareX(xa, load);
   const target = Number(document.getElementById("trend-target").value);
   const by = document.getElementById("trend-by").value;
   const recipe = document.getElementById("recipe").value;

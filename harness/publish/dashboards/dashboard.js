@@ -35,9 +35,11 @@ function input(id, attrs, value) {
   return e;
 }
 
-function scenarioKind(name) {
+// What a scenario's load counts, read from its points' recorded traits (harness/record/
+// workload_traits.py): "sessions" (session trees replayed) or "requests".
+function scenarioLoad(name) {
   const p = DATA.points.find(q => q.scenario === name);
-  return p ? p.scenario_kind : "fixed";
+  return p && p.has_sessions ? "sessions" : "requests";
 }
 
 function label(c, id, text) { c.appendChild(el("label", {for: id}, text)); }
@@ -54,13 +56,13 @@ function buildControls() {
   const ss = select("scenario", scen.map(s => ({key: s, label: s})), first);
   // Agentic scenarios default to E2E-normalized interactivity P90, fixed ones to median.
   ss.addEventListener("change", () => {
-    const kind = scenarioKind(ss.value);
-    document.getElementById("xaxis").value = DATA.default_x_by_kind[kind];
-    document.getElementById("targets").value = DATA.default_targets[kind].join(",");
+    const load = scenarioLoad(ss.value);
+    document.getElementById("xaxis").value = DATA.default_x_by_load[load];
+    document.getElementById("targets").value = DATA.default_targets[load].join(",");
   }, true);
   c.appendChild(ss);
   label(c, "xaxis", " x ");
-  c.appendChild(select("xaxis", X_AXES, DATA.default_x_by_kind[scenarioKind(first)]));
+  c.appendChild(select("xaxis", X_AXES, DATA.default_x_by_load[scenarioLoad(first)]));
   label(c, "yaxis", " y ");
   c.appendChild(select("yaxis", Y_AXES, DATA.default_y));
   const opt = el("input", {type: "checkbox", id: "optimal"});
@@ -77,21 +79,21 @@ function buildControls() {
     b.addEventListener("click", () => Plotly.downloadImage(activeChart(), {format: fmt, filename: "harness", width: 1200, height: 700}));
     c.appendChild(b);
   }
-  buildCompareControls(scenarioKind(first));
+  buildCompareControls(scenarioLoad(first));
   buildFilters();
 }
 
-function buildCompareControls(kind) {
+function buildCompareControls(load) {
   const c = document.getElementById("compare-controls");
   label(c, "targets", "target interactivities ");
-  c.appendChild(input("targets", {type: "text", size: 16}, DATA.default_targets[kind].join(",")));
+  c.appendChild(input("targets", {type: "text", size: 16}, DATA.default_targets[load].join(",")));
   label(c, "tier", " price ");
   c.appendChild(select("tier", DATA.price_tiers.map(t => ({key: t, label: t})), DATA.price_tiers[0]));
   label(c, "compare-dates", " dates ");
   c.appendChild(select("compare-dates", [{key: "latest", label: "latest per series"},
     {key: "range", label: "all in range"}], "latest"));
   label(c, "trend-target", " trend target ");
-  c.appendChild(input("trend-target", {type: "number", step: "any"}, String(DATA.default_targets[kind][0])));
+  c.appendChild(input("trend-target", {type: "number", step: "any"}, String(DATA.default_targets[load][0])));
   label(c, "trend-by", " by ");
   c.appendChild(select("trend-by", [{key: "date", label: "date"}, {key: "revision", label: "revision"}], "date"));
   label(c, "recipe", " recipe ");
@@ -144,10 +146,10 @@ function seriesFrontier(sp, xa, ya, canonical) {
   return canonical ? front.filter(p => canonical.has(p.point_id)) : front;
 }
 
-function renderFrontier(pts, xa, ya, kind) {
+function renderFrontier(pts, xa, ya, load) {
   const optimal = document.getElementById("optimal").checked;
-  const canonical = kind === "agentic"
-    ? canonicalIds(pts, ya.key, ya.better === "higher", DATA.default_x_by_kind.agentic) : null;
+  const canonical = load === "sessions"
+    ? canonicalIds(pts, ya.key, ya.better === "higher", DATA.default_x_by_load.sessions) : null;
   const traces = [];
   let i = 0;
   for (const [series, sp] of bySeriesMap(pts)) {
@@ -222,10 +224,10 @@ function writeHash() {
 
 function readHash() {
   const q = new URLSearchParams(location.hash.slice(1));
-  // a scenario without axes or targets takes its kind's defaults
-  const kind = scenarioKind(q.get("scenario") || document.getElementById("scenario").value);
-  document.getElementById("xaxis").value = DATA.default_x_by_kind[kind];
-  document.getElementById("targets").value = DATA.default_targets[kind].join(",");
+  // a scenario without axes or targets takes its load's defaults
+  const load = scenarioLoad(q.get("scenario") || document.getElementById("scenario").value);
+  document.getElementById("xaxis").value = DATA.default_x_by_load[load];
+  document.getElementById("targets").value = DATA.default_targets[load].join(",");
   for (const [k, id] of Object.entries(STATE)) {
     const e = document.getElementById(id);
     if (!q.has(k)) continue;
@@ -246,13 +248,13 @@ function render() {
   const view = document.getElementById("view").value;
   const xa = X_AXES.find(a => a.key === document.getElementById("xaxis").value);
   const ya = Y_AXES.find(a => a.key === document.getElementById("yaxis").value);
-  const kind = scenarioKind(document.getElementById("scenario").value);
+  const load = scenarioLoad(document.getElementById("scenario").value);
   const pts = visiblePoints();
   for (const v of VIEWS) document.getElementById("view-" + v).hidden = v !== view;
-  if (view === "frontier") renderFrontier(pts, xa, ya, kind);
-  else if (view === "compare") renderCompare(pts, xa, ya, kind);
+  if (view === "frontier") renderFrontier(pts, xa, ya, load);
+  else if (view === "compare") renderCompare(pts, xa, ya, load);
   else if (view === "speculation") renderSpeculation(document.getElementById("scenario").value);
-  else renderTrend(pts, xa, ya, kind);
+  else renderTrend(pts, xa, ya, load);
   document.getElementById("count").textContent =
     `${pts.length} points in ${bySeriesMap(pts).size} series`;
   writeHash();

@@ -40,7 +40,7 @@ def build_figure(points: list[dict[str, Any]], scenario: str | None, x: str, y: 
     # agentic frontiers keep only InferenceX-app's canonical winners (harness.publish.curves)
     canonical = (canonical_agentic_ids([p for sp in by_series.values() for p in sp], y,
                                        ya["better"] == "higher")
-                 if any(p["scenario_kind"] == "agentic" for sp in by_series.values()
+                 if any(p["has_sessions"] for sp in by_series.values()
                         for p in sp) else None)
     for series, sp in sorted(by_series.items()):
         color = PALETTE[rank[series] % len(PALETTE)]

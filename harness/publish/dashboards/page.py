@@ -32,6 +32,7 @@ from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_load import load_flat
 from harness.record.results import atomic_write
 from harness.record.spec_names import spec_name
+from harness.record.workload_traits import traits_of
 
 # The axes a reader can choose, in menu order; labels and directions are the catalogue's.
 X_AXIS_KEYS = ("median_intvty", "p90_intvty", "p99_intvty", "p90_e2e_intvty", "p75_e2e_intvty",
@@ -80,7 +81,7 @@ def shape_line(p: dict[str, Any]) -> str:
     """The scenario's shape: fixed ISL/OSL, or for agentic points the distribution the trace
     gave (p50/p90 of prompt and output tokens per request), which has no single ISL/OSL."""
     head = f"concurrency {p.get('conc')} · {p.get('scenario')}"
-    if p.get("scenario_kind") != "agentic":
+    if traits_of(p).fixed_shape:
         return f"{head} (ISL {p.get('isl')}, OSL {p.get('osl')})"
     if p.get("median_input_tokens") is None:
         return f"{head} (ISL/OSL from the trace; not recorded on this point)"
@@ -131,7 +132,7 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
             lines.append(f"eval {_fmt(r.get('task'))}: {_fmt(r.get('score'))} ± "
                          f"{_fmt(r.get('stderr'))} (n {_fmt(r.get('n'))}, floor "
                          f"{_fmt(r.get('floor'))}{'' if r.get('passed') else ', BELOW'})")
-    if p.get("scenario_kind") == "agentic":
+    if traits_of(p).has_sessions:
         lines.append(
             f"{p.get('conc')} session trees · fit {_fmt(p.get('fit'))} · QPS {_fmt(p.get('qps'))} "
             f"req/s · prefix hits theoretical {_fmt(p.get('theoretical_hit_rate'))}, "
@@ -199,6 +200,7 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
                   "invalid_reasons", "power_valid", "has_telemetry", "_root", "rate",
                   "arrival", "validity", "chip_power_kw_all_in"):
             keep[k] = _clean(p.get(k))
+        keep.update(traits_of(p).fields())  # how the page reads it (dashboard.js too)
         keep["page"] = page_href(out, p) if out is not None else None
         keep["spec_why"] = why.get((base_label(base_key(p)), spec_config(p).label(),
                                     p.get("conc")))
@@ -276,11 +278,12 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
         "points": pts,
         "x_axes": X_AXES,
         "y_axes": Y_AXES,
-        "default_x_by_kind": {"fixed": "median_intvty", "agentic": "p90_e2e_intvty"},
+        # by what a scenario's load counts (dashboard.js scenarioLoad, from its points' traits)
+        "default_x_by_load": {"requests": "median_intvty", "sessions": "p90_e2e_intvty"},
         "default_y": "tput_per_gpu",
         "palette": PALETTE,
         "price_tiers": list(PRICE_TIERS),
-        "default_targets": {"fixed": [20, 40, 60], "agentic": [1, 2, 5]},
+        "default_targets": {"requests": [20, 40, 60], "sessions": [1, 2, 5]},
         # where speculation pays (harness/publish/speedup.py), computed from every point
         "speculation": _json_safe(spec_report.build(points)),
         "capacity": capacity or [],

@@ -260,7 +260,7 @@ if (D.has_requests) {
   sloChart();
   overTime();
   series();
-  if (P.point.scenario_kind === "agentic" || D.timeline.rows.length > 1) timeline();
+  if (P.point.has_sessions || D.timeline.rows.length > 1) timeline();
   else {  // one row of requests says nothing a fixed point's over-time chart does not
     document.getElementById("timeline-title").hidden = true;
     document.getElementById("timeline").hidden = true;

@@ -29,6 +29,7 @@ from harness.publish.dashboards.point_data import point_payload
 from harness.record.catalogue import metric
 from harness.record.results import atomic_write, safe_name
 from harness.record.spec_names import spec_label
+from harness.record.workload_traits import traits_of
 
 NO_TELEMETRY = "no power telemetry on this host"  # harness.publish.dashboards.page says it too
 
@@ -232,7 +233,7 @@ def _payload(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, Any]],
     keys = ("point_id", "run_id", "series", "scenario", "scenario_kind", "valid", "published",
             "source", "hover", "invalid_reasons", "spec_method", "spec_name", "spec_why",
             "spec_realised_al", "spec_drafts", "spec_draft_tokens", "spec_accepted_tokens")
-    return {"point": {k: p.get(k) for k in keys},
+    return {"point": {**{k: p.get(k) for k in keys}, **traits_of(p).fields()},
             "validity": validity_rows(p),
             "steady_marks": steady_marks(p),
             "summary": summary_rows(p),
@@ -243,7 +244,8 @@ def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, An
                  dashboard_href: str) -> str:
     payload = _payload(p, data, nav, dashboard_href)
     spec = spec_label(p)
-    shown = spec != "plain" or p.get("scenario_kind") == "agentic"  # one agentic series
+    # where plain and speculative points share a series, the plain one says so too
+    shown = spec != "plain" or traits_of(p).merges_speculative_curve
     title = (f"{p.get('series')}{f' · {spec}' if shown else ''} · {p.get('scenario')} · "
              f"concurrency {p.get('conc')}")
     return f"""<!DOCTYPE html>

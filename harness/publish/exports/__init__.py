@@ -85,7 +85,7 @@ def export_inferencex(run_dir: Path, out: Path, include_invalid: bool = False) -
                 result.left_out.append(_why(rec))
                 continue
             name += INVALID_SUFFIX
-        if rec.identity.scenario_kind == "agentic":
+        if rec.traits.has_sessions:  # AIPerf's agentic artifacts; InferenceX's JSON else
             try:
                 result.files += aiperf_agentic.export_point(run_dir, rec, name, out)
             except aiperf_agentic.ArtifactError as e:

@@ -57,7 +57,7 @@ def runner(rec: PointRecord) -> str:
 
 def exp_name(rec: PointRecord) -> str:
     ident = rec.identity
-    if ident.scenario_kind == "agentic":
+    if rec.traits.has_sessions:
         # Not documented upstream for agentic jobs (their workflow sets ISL=OSL=0); ours.
         return f"{model_prefix(rec)}_agentic"
     seq = SEQ_NAMES.get((ident.isl, ident.osl), f"{ident.isl}_{ident.osl}")
