@@ -15,12 +15,13 @@ from typing import Any
 
 from harness.config.schema import SweepConfig
 from harness.workloads.fixed_seq import FixedSequenceWorkload
+from harness.workloads.registry import workload_class
 
 
 def client_view(sc: SweepConfig) -> dict[str, Any]:
     s = sc.scenario
     out: dict[str, Any] = {"scenario": s.name, "kind": s.kind, "api": s.api, "seed": sc.seed}
-    if s.kind == "agentic":
+    if workload_class(s.kind).has_sessions:  # the session replay's settings
         d = s.dataset
         out.update({
             "dataset": {"id": d.id, "revision": d.revision, "local_dir": d.local_dir,
