@@ -5,9 +5,11 @@ started or written)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -37,16 +39,31 @@ print(json.dumps(out))
 """
 
 
-def _dry_runs(calls: list[tuple[str, list[str]]], results: Path) -> dict[str, list]:
-    calls = [(n, [*extra, f"results_dir={results}"]) for n, extra in calls]
+def _dry_run_share(calls: list[tuple[str, list[str]]]) -> dict[str, list]:
     r = subprocess.run([sys.executable, "-c", LOOP], input=json.dumps(calls),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.splitlines()[-1])
 
 
+def _dry_runs(calls: list[tuple[str, list[str]]], results: Path) -> dict[str, list]:
+    """The calls dealt over two such processes at once: pytest runs one test at a time, so the
+    second core would idle through ~200 composes otherwise."""
+    calls = [(n, [*extra, f"results_dir={results}"]) for n, extra in calls]
+    shares = [calls[i::2] for i in range(2) if calls[i::2]]
+    out: dict[str, list] = {}
+    with ThreadPoolExecutor(len(shares)) as pool:
+        for got in pool.map(_dry_run_share, shares):
+            out.update(got)
+    return out
+
+
+@functools.cache
 def _rows(name: str) -> list[dict]:
-    return yaml.safe_load((RECIPES / f"{name}.yaml").read_text())["search_space"]
+    # libyaml's parser (the same data: tests/config/test_fast_yaml.py); the multi-node recipes
+    # are ~5 MB of YAML, read by several tests
+    return yaml.load((RECIPES / f"{name}.yaml").read_text(),
+                     Loader=yaml.CSafeLoader)["search_space"]
 
 
 def _launches(name: str) -> bool:
