@@ -275,23 +275,20 @@ class AcceptancePlan:
 
 
 def _synthetic_text(scenario_kind: str) -> bool:
-    """Whether a built-in kind sends synthetic prompt text (the workload class's
-    `synthetic_text`). A branch on the scenario's kind outside harness/workloads/, kept because
-    this layer sits below the workloads and cannot ask the class; callers that can pass the
-    class's flag to `resolve`."""
+    """A built-in kind's `synthetic_text`, named by the kind: this layer sits below the
+    workloads and cannot ask their class (callers that can pass its flag to `resolve`)."""
     return scenario_kind == "agentic"
 
 
 def resolve(sc: SweepConfig, can_inject: bool, where: str,
             table: list[AcceptanceRow] | None = None,
             synthetic_text: bool | None = None) -> AcceptancePlan:
-    """What acceptance a point runs at. Raises ConfigError before anything launches.
-    `synthetic_text`: the workload class's flag (None: the built-in kind's)."""
+    """What acceptance a point runs at (`synthetic_text`: the workload class's flag; None: the
+    built-in kind's). Raises ConfigError before anything launches."""
     spec = sc.speculator
     if spec.method == "none":
         return AcceptancePlan("none")
-    agentic = (_synthetic_text(sc.scenario.kind) if synthetic_text is None
-               else synthetic_text)
+    agentic = synthetic_text if synthetic_text is not None else _synthetic_text(sc.scenario.kind)
     mode = spec.acceptance.mode
     if mode == "auto":
         # Replayed agentic text is synthetic: inject. Fixed-sequence: real acceptance on
@@ -373,8 +370,7 @@ def check_injectable(method: str, scenario_kind: str, mode: str = "injected") ->
     return injectable_refusal(method, _synthetic_text(scenario_kind), mode)
 
 
-def injectable_refusal(method: str, synthetic_text: bool,
-                       mode: str = "injected") -> str | None:
+def injectable_refusal(method: str, synthetic_text: bool, mode: str = "injected") -> str | None:
     """Why an injected point with this drafter cannot be run, or None. Called at validation:
     an n-gram drafter proposes nothing on the synthetic agentic prompts (word blocks), so the
     point would only ever be judged on a handful of drafts (or none)."""
