@@ -10,6 +10,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 
+from harness.cli.main import _force_value_overrides
 from harness.config.errors import ConfigError
 from harness.config.groups import check_group_choices
 from harness.config.locations import repo_root
@@ -20,6 +21,9 @@ RECIPES = str(repo_root() / "recipes")
 
 
 def _compose(overrides: list[str], extra_search: str = ""):
+    # as `harness sweep` passes them: a plain `key=v` forced, since recipes/sweep.yaml spells
+    # out only what differs from the schemas' defaults
+    overrides = _force_value_overrides(overrides)
     GlobalHydra.instance().clear()
     paths = [f"file://{repo_root()}"] + ([f"file://{extra_search}"] if extra_search else [])
     search = f"hydra.searchpath=[{','.join(paths)}]"
