@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from harness.client import read_state
-from harness.client.h1_stream import Reply, _Conn, _ConnBody, _PyConn
+from harness.client.h1_conn import Reply, _Conn, _ConnBody, _PyConn
 from harness.client.loop_passes import PASSES
 from harness.client.sse import StreamAccumulator
 from harness.records import RequestRecord
@@ -292,13 +292,13 @@ def test_the_pass_meter_counts_compiled_reads_as_python_reads() -> None:
 def test_without_the_compiled_module_the_python_twins_stream_the_same() -> None:
     """HARNESS_READ_PATH=python: no C type at all (a host where the module did not build)."""
     code = (
-        "from harness.client import read_state as r, sse, loop_passes, h1_stream\n"
+        "from harness.client import read_state as r, sse, loop_passes, h1_conn\n"
         "assert not r.COMPILED and r.read_path().startswith('python')\n"
         "assert sse.StreamAccumulator.__mro__[1] is r.PyFeedState\n"
         "assert loop_passes.PassMeter.__mro__[1] is r.PyMeterState\n"
-        "assert h1_stream._PyConn.data_received is h1_stream._ConnBody._read\n"
+        "assert h1_conn._PyConn.data_received is h1_conn._ConnBody._read\n"
         "import tests.client.test_fastread as t\n"
-        "out = t._drive(h1_stream._PyConn, t._mixed(t._events(200), 3))\n"
+        "out = t._drive(h1_conn._PyConn, t._mixed(t._events(200), 3))\n"
         "assert out['record'] == (200, 'length', '', False), out['record']\n"
         "print('ok')\n")
     env = {**os.environ, "HARNESS_READ_PATH": "python"}
