@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -10,11 +11,25 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 # Every process this test session starts inherits this tag, so engine checks see only our own
 # engines, never those of another suite (or a developer's run) on the same machine.
 SESSION_TAG = "HARNESS_TEST_SESSION"
 os.environ.setdefault(SESSION_TAG, uuid.uuid4().hex)
+
+
+@functools.cache
+def shipped_yaml(path: Path) -> Any:
+    """A shipped YAML file's data as Hydra loads it, parsed once per session with libyaml's
+    parser (harness.config.fast_yaml; tests/config/test_fast_yaml.py holds it equal to
+    OmegaConf's own loader on every shipped file). The multi-node recipes are ~5 MB of YAML,
+    ~10 s of CPU a pass with the pure-Python parser. Shared: read it, never change it."""
+    import yaml
+
+    from harness.config.fast_yaml import fast_loader
+
+    return yaml.load(Path(path).read_text(), Loader=fast_loader())
 
 
 def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,6 @@ started or written)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -13,10 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import yaml
 
 from harness.config.locations import repo_root
-from tests.helpers import harness
+from tests.helpers import harness, shipped_yaml
 
 RECIPES = repo_root() / "recipes" / "recipe"
 ALL_NAMES = sorted(p.relative_to(RECIPES).with_suffix("").as_posix()
@@ -58,12 +56,8 @@ def _dry_runs(calls: list[tuple[str, list[str]]], results: Path) -> dict[str, li
     return out
 
 
-@functools.cache
 def _rows(name: str) -> list[dict]:
-    # libyaml's parser (the same data: tests/config/test_fast_yaml.py); the multi-node recipes
-    # are ~5 MB of YAML, read by several tests
-    return yaml.load((RECIPES / f"{name}.yaml").read_text(),
-                     Loader=yaml.CSafeLoader)["search_space"]
+    return shipped_yaml(RECIPES / f"{name}.yaml")["search_space"]
 
 
 def _launches(name: str) -> bool:
