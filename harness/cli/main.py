@@ -21,7 +21,6 @@ from harness.cli.sweep_run import (
     sweep_status,
 )
 from harness.config.errors import ConfigError
-from harness.engines.slurm_job import AllocationCancelled
 from harness.workloads.traces.model import TraceError
 
 USAGE = """harness <command> [options]
@@ -93,10 +92,18 @@ def _sweep(argv: list[str]) -> int:
         print(interrupted_message(), file=sys.stderr, flush=True)
         _forget_nested_interrupt()
         return 130
-    except (Terminated, AllocationCancelled) as e:  # SIGTERM or scancel: the same line; 143
+    except _stopped() as e:  # SIGTERM or scancel: the same line; 143
         print(interrupted_message(), file=sys.stderr, flush=True)
         return int(e.code)
     return sweep_status()
+
+
+def _stopped() -> tuple[type[BaseException], ...]:
+    """What stops a sweep from outside, looked up only when something was raised: the Slurm
+    module (the schema, OmegaConf) is not imported by every other command's start."""
+    from harness.engines.slurm_job import AllocationCancelled
+
+    return (Terminated, AllocationCancelled)
 
 
 def _forget_nested_interrupt() -> None:
