@@ -5,6 +5,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 
+# The locator: a dotted config key -> the file, or the command-line override, its value came
+# from (harness.config.validate.Locator builds one from Hydra's choices and the overrides).
+# Every check takes one as `where`; ConfigError.at names the key once.
+Where = Callable[[str], str]
+
 
 class ConfigError(Exception):
     """Bad input, found before anything expensive starts.
@@ -18,7 +23,7 @@ class ConfigError(Exception):
         super().__init__(str(self))
 
     @classmethod
-    def at(cls, where: Callable[[str], str], key: str, problem: str, fix: str) -> ConfigError:
+    def at(cls, where: Where, key: str, problem: str, fix: str) -> ConfigError:
         """The error for `key`, located by `where` (the file or override it came from): the
         key is named once."""
         return cls(where(key), key, problem, fix)

@@ -11,7 +11,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from harness.config.errors import ConfigError, did_you_mean
+from harness.config.errors import ConfigError, Where, did_you_mean
 from harness.config.fields import choices_of, walk_values
 from harness.config.run_id import check_run_location
 from harness.config.schema import GROUP_OF_NODE, SCHEMA_OF_NODE, SpeculatorConfig, SweepConfig
@@ -31,7 +31,8 @@ SAMPLE_METHODS = choices_of(SpeculatorConfig, "sample_method")
 
 
 class Locator:
-    """Knows which file, or which command-line override, a config key came from."""
+    """The `Where` of a composed sweep (harness.config.errors): which file, or which
+    command-line override, a config key came from."""
 
     def __init__(self, choices: dict[str, str], overrides: Sequence[str]) -> None:
         self.choices = choices
@@ -77,7 +78,7 @@ def _schema_at(path: str) -> type | None:
     return schema
 
 
-def to_sweep_config(cfg: DictConfig, where: Locator) -> SweepConfig:
+def to_sweep_config(cfg: DictConfig, where: Where) -> SweepConfig:
     """Check every key against the schemas, then every cross-field rule that holds for any
     engine and scenario kind. The kinds' own rules come after, from their plug-ins
     (harness.workloads.registry.check_kinds): this layer does not know which kinds exist."""
@@ -149,7 +150,7 @@ def gpus_of(sc: SweepConfig) -> int:
     return t.tp * t.pp * t.pcp
 
 
-def check_ranges(sc: SweepConfig, where: Locator) -> None:
+def check_ranges(sc: SweepConfig, where: Where) -> None:
     """Every setting declared with a bound or choices (harness.config.fields) within them:
     NaN and infinity are never in range, except infinity where the field means no cap."""
     for key, value, s in walk_values(sc):
@@ -169,7 +170,7 @@ def check_ranges(sc: SweepConfig, where: Locator) -> None:
     check_concurrency(sc, where)
 
 
-def check_concurrency(sc: SweepConfig, where: Locator) -> None:
+def check_concurrency(sc: SweepConfig, where: Where) -> None:
     """A non-empty list of distinct load levels in [1, MAX_CONCURRENCY]; a duplicate would give
     two points one id (the second overwriting the first's requests)."""
     conc, key = sc.concurrency, "concurrency"
@@ -183,7 +184,7 @@ def check_concurrency(sc: SweepConfig, where: Locator) -> None:
                              "list each load level once; use repeats=N to measure one again")
 
 
-def check_combinations(sc: SweepConfig, where: Locator) -> None:
+def check_combinations(sc: SweepConfig, where: Where) -> None:
     """Rules that involve more than one file. Each names the key to change and how."""
     model = sc.model
     precision = sc.precision or model.default_precision
@@ -211,7 +212,7 @@ def check_combinations(sc: SweepConfig, where: Locator) -> None:
 EVAL_TASKS = ("gsm8k", "gpqa_diamond", "swebench_lite", "capitals")
 
 
-def check_correctness(sc: SweepConfig, where: Locator) -> None:
+def check_correctness(sc: SweepConfig, where: Where) -> None:
     """The eval stage and the lossless check (docs/evals.md): known tasks and modes, floors
     that are shares, temperatures that are not negative."""
     for task in sc.eval.tasks:
@@ -230,7 +231,7 @@ def check_correctness(sc: SweepConfig, where: Locator) -> None:
                              "e.g. lossless.temperatures=[0.0,0.7]")
 
 
-def check_speculator(sc: SweepConfig, where: Locator) -> None:
+def check_speculator(sc: SweepConfig, where: Where) -> None:
     """The speculator against its engine's recipe: a method it runs, a draft length, a known
     whether the engine can render its sample method is its adapter's rule
     (harness.workloads.registry.check_sample_method); the choices are the fields' own."""

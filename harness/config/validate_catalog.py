@@ -6,13 +6,10 @@ starts (harness.config.validate.check_combinations calls `check_catalog`)."""
 from __future__ import annotations
 
 import string
-from collections.abc import Callable
 
-from harness.config.errors import ConfigError, did_you_mean
+from harness.config.errors import ConfigError, Where, did_you_mean
 from harness.config.schema import SweepConfig
 from harness.config.validate_scenario import check_header_names
-
-Locate = Callable[[str], str]
 
 # What upstream's masters name (configs/*-master.yaml@843c6254 `kv-offload-backend.name`);
 # `none` is the `kv-offloading: none` rows.
@@ -29,14 +26,14 @@ HELPER_PLACEHOLDERS = ("port", "host", "tp", "dp", "engine_port", "launch_dir", 
                        "served_name", "python")
 
 
-def check_catalog(sc: SweepConfig, where: Locate) -> None:
+def check_catalog(sc: SweepConfig, where: Where) -> None:
     check_kv_offload(sc, where)
     check_helpers(sc, where)
     check_setup(sc, where)
     check_parallel(sc, where)
 
 
-def check_kv_offload(sc: SweepConfig, where: Locate) -> None:
+def check_kv_offload(sc: SweepConfig, where: Where) -> None:
     kv = sc.engine.kv_offload
     if kv.backend not in KV_OFFLOAD_BACKENDS:
         key = "engine.kv_offload.backend"
@@ -66,7 +63,7 @@ def _names(arg: str) -> list[str]:
     return [f for _, f, _, _ in string.Formatter().parse(arg) if f is not None]
 
 
-def check_helpers(sc: SweepConfig, where: Locate) -> None:
+def check_helpers(sc: SweepConfig, where: Where) -> None:
     seen: set[str] = set()
     fronts = 0
     for i, h in enumerate(sc.engine.helpers):
@@ -119,7 +116,7 @@ def _port_plus(name: str) -> bool:
     return head == "port" and n.isdigit()
 
 
-def check_setup(sc: SweepConfig, where: Locate) -> None:
+def check_setup(sc: SweepConfig, where: Where) -> None:
     for i, step in enumerate(sc.engine.setup):
         key = f"engine.setup[{i}]"
         if step.kind not in SETUP_KINDS:
@@ -140,7 +137,7 @@ def check_setup(sc: SweepConfig, where: Locate) -> None:
                              "set engine.image, or drop the steps (they would change this host)")
 
 
-def check_parallel(sc: SweepConfig, where: Locate) -> None:
+def check_parallel(sc: SweepConfig, where: Where) -> None:
     t = sc.topology
     for name in ("dcp", "pcp"):
         if getattr(t, name) < 1:
@@ -153,7 +150,7 @@ def check_parallel(sc: SweepConfig, where: Locate) -> None:
                              "pick a dcp that divides tp (it splits the KV over the TP ranks)")
 
 
-def check_rows(sc: SweepConfig, where: Locate) -> None:
+def check_rows(sc: SweepConfig, where: Where) -> None:
     """The search space as a whole (each launch's own config has none left)."""
     named_scenarios = sorted({r.scenario for r in sc.search_space if r.scenario})
     if named_scenarios and not any(r.scenario in (None, sc.scenario.name)
@@ -199,7 +196,7 @@ def check_rows(sc: SweepConfig, where: Locate) -> None:
                              f"{', '.join(named[:4])}{', ...' if len(named) > 4 else ''}>")
 
 
-def check_launchable(sc: SweepConfig, want: str | None, where: Locate) -> None:
+def check_launchable(sc: SweepConfig, want: str | None, where: Where) -> None:
     """engine=multinode: every row it would run carries a captured deployment."""
     for i, row in enumerate(sc.search_space):
         if row.scenario not in (None, sc.scenario.name) or (want and row.deploy_recipe != want):

@@ -6,12 +6,10 @@ can send. Which kinds read traces or send headers is each workload class's to sa
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
-from harness.config.errors import ConfigError
+from harness.config.errors import ConfigError, Where
 from harness.config.schema import SweepConfig
 
-Locator = Callable[[str], str]
 # scenario.correlation_headers' choices: the routing headers AIPerf can add to every agentic
 # request, each carrying the request's X-Correlation-ID (its stream's session id), so a router
 # in front of a DP engine keeps a session on one rank (harness.workloads.replay_sessions sends
@@ -28,7 +26,7 @@ CORRELATION_HEADERS = ("X-Session-ID", "X-SMG-Routing-Key", "X-Dynamo-Session-ID
 _DATASET_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
-def check_dataset(sc: SweepConfig, where: Locator) -> None:
+def check_dataset(sc: SweepConfig, where: Where) -> None:
     """A corpus by name (docs/corpus.md): a Hub id looks like owner/name, a split is named."""
     ds = sc.scenario.dataset
     if not (ds.id or ds.local_dir):
@@ -43,7 +41,7 @@ def check_dataset(sc: SweepConfig, where: Locator) -> None:
                              "empty split name", "use scenario.dataset.split=train (the corpus's)")
 
 
-def check_header_names(headers: list[str], key: str, where: Locator) -> None:
+def check_header_names(headers: list[str], key: str, where: Where) -> None:
     """Only the routing headers AIPerf derives from the correlation id (docs/replay.md)."""
     for h in headers:
         if h not in CORRELATION_HEADERS:
@@ -53,7 +51,7 @@ def check_header_names(headers: list[str], key: str, where: Locator) -> None:
                                  "e.g. scenario.correlation_headers=[X-SMG-Routing-Key]")
 
 
-def check_correlation_headers(sc: SweepConfig, where: Locator) -> None:
+def check_correlation_headers(sc: SweepConfig, where: Where) -> None:
     """Routing headers only where requests carry a correlation id: AIPerf's request style (and
     a kind that sends them, its workload class's `sends_correlation_ids`)."""
     key, scen = "scenario.correlation_headers", sc.scenario

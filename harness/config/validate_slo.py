@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 
-from harness.config.errors import ConfigError
+from harness.config.errors import ConfigError, Where
 from harness.config.schema import SweepConfig
 
 # search.criteria keys: <stat>_<latency>_ms (at most), <stat>_intvty (at least), goodput_share
@@ -24,7 +23,7 @@ def criterion_problem(key: str) -> str | None:
     return f"{key!r} is not a statistic the search can judge"
 
 
-def check_slo_settings(sc: SweepConfig, where: Callable[[str], str]) -> None:
+def check_slo_settings(sc: SweepConfig, where: Where) -> None:
     scen = sc.scenario
     if scen.arrival != "closed":  # which kinds offer open loop: harness.workloads.registry
         rates = scen.request_rate
@@ -54,7 +53,7 @@ def check_slo_settings(sc: SweepConfig, where: Callable[[str], str]) -> None:
     check_search(sc, where)
 
 
-def check_search(sc: SweepConfig, where: Callable[[str], str]) -> None:
+def check_search(sc: SweepConfig, where: Where) -> None:
     s = sc.search
     if s.mode != "slo":  # which kinds a search runs: harness.workloads.registry
         return
