@@ -1,8 +1,8 @@
 """The embedded engine beside a neighbour, through the harness's own CLI: the default plain point
 (`harness sweep`, llama.cpp from xllamacpp, 128/64 tokens, concurrency 1, a few requests) once
-on the host as it is and once with one busy loop at the engine's priority (niceness 10, as the
-recipe launches the engine), for each candidate engine setting. Per point it prints the median
-E2EL of its requests, the slowdown the neighbour caused, and the point's validity verdict with
+on the host as it is and once with one busy loop at the engine's priority (its engine.nice: 10
+in the recipe), for each candidate engine setting. Per point it prints the median E2EL of its
+requests, the slowdown the neighbour caused, and the point's validity verdict with
 its failed rules (the host rule should fail every neighbour point; the quiet ones should pass on
 a quiet host). Settings alternate within each round and the phases alternate per setting, so a
 host whose background changes meets each setting alike.
@@ -29,23 +29,31 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINE_NICE = 10  # recipes/engine/llamacpp.yaml: the engine runs at niceness 10
 
 # name -> the overrides that set it (beside the recipe's own defaults)
 SETTINGS: dict[str, list[str]] = {
     "default": [],  # whatever recipes/engine/llamacpp.yaml says now
     # libgomp's own wait (no OMP_WAIT_POLICY: spin up to 300,000 rounds at every barrier)
     "libgomp": ["~engine.env.OMP_WAIT_POLICY"],
-    "passive": ["+engine.env.OMP_WAIT_POLICY=PASSIVE"],  # sleep at once at a barrier
-    "spin1k": ["+engine.env.GOMP_SPINCOUNT=1000"],  # spin briefly, then sleep
+    "passive": ["engine.env.OMP_WAIT_POLICY=PASSIVE"],  # sleep at once at a barrier
+    # spin briefly, then sleep
+    "spin1k": ["~engine.env.OMP_WAIT_POLICY", "+engine.env.GOMP_SPINCOUNT=1000"],
     "t1": ["engine.threads=1", "engine.cpu_affinity=false"],  # one compute thread, unpinned
 }
 
 
-def busy_loop() -> subprocess.Popen[bytes]:
+def engine_nice(setting: str) -> int:
+    """The niceness the harness launches the engine at under this setting (the recipe's
+    engine.nice: 10)."""
+    from harness.config.compose import compose_sweep
+
+    return compose_sweep(SETTINGS[setting]).engine.nice or 0
+
+
+def busy_loop(nice: int) -> subprocess.Popen[bytes]:
     """One neighbour: a process outside the harness's tree, at the engine's priority."""
     return subprocess.Popen([sys.executable, "-c", "while 1: pass"],
-                            preexec_fn=functools.partial(os.nice, ENGINE_NICE))
+                            preexec_fn=functools.partial(os.nice, nice))
 
 
 def point(setting: str, neighbour: bool, requests: int, timeout_s: float, results: Path,
@@ -55,7 +63,7 @@ def point(setting: str, neighbour: bool, requests: int, timeout_s: float, result
             f"scenario.requests_per_conc={requests}", "scenario.warmup_per_conc=1",
             f"client.timeout_s={timeout_s:g}", f"results_dir={results}", f"run_id={run_id}",
             *SETTINGS[setting]]
-    loop = busy_loop() if neighbour else None
+    loop = busy_loop(engine_nice(setting)) if neighbour else None
     try:
         if loop is not None:
             time.sleep(1.0)  # the loop holds its core before the engine starts
