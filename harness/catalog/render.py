@@ -21,6 +21,7 @@ from harness.config.schema import SweepConfig
 from harness.config.validate import gpus_of
 from harness.engines.helpers import helper_plans
 from harness.engines.registry import make_adapter
+from harness.engines.weights import CONTAINER_HUB_CACHE, hub_cache
 
 UPSTREAM_PORT = 8888
 UPSTREAM_HOST = "0.0.0.0"
@@ -110,7 +111,7 @@ def render_launches(sc: SweepConfig, port: int = UPSTREAM_PORT, host: str | None
 
 def in_engine_paths(plan: Any, bare: SweepConfig, sc: SweepConfig, checkpoint: str) -> Any:
     """The plan rendered without its container, with {model_dir} as the engine in `sc`'s
-    container sees it (the HF cache mounted at /root/.cache/huggingface) rather than the
+    container sees it (the HF hub cache mounted at /root/.cache/huggingface/hub) rather than the
     host's cache path the container-less rendering resolves."""
     from harness.engines.weights import model_dir, names_model_dir
 
@@ -134,9 +135,8 @@ def container_view(sc: SweepConfig, port: int, conc: int) -> dict[str, Any] | No
     from harness.engines.workspace import file_mounts
 
     plan = make_adapter(sc).launch_plan(port + sc.engine.port_offset, conc)
-    mounts = [{"host": f"{Path.home() / '.cache/huggingface'}",
-               "container": "/root/.cache/huggingface"}] if sc.engine.container_runtime \
-        == "docker" else []
+    mounts = [{"host": str(hub_cache()), "container": CONTAINER_HUB_CACHE}] \
+        if sc.engine.container_runtime == "docker" else []
     mounts.append({"host": "{launch_dir}", "container": "/launch"})
     if sc.engine.workspace:
         mounts += [{"host": str(Path(sc.engine.workspace).resolve()), "container": "/workspace",

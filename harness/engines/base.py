@@ -28,6 +28,7 @@ from harness.engines.template import (
     render,
     template_values,
 )
+from harness.engines.weights import CONTAINER_HUB_CACHE, hub_cache
 from harness.speculation.acceptance import AcceptancePlan, synthetic_rates
 
 
@@ -327,7 +328,9 @@ class EngineAdapter(ABC):
                 "--gpus", "all", "--shm-size", "16g"]
         for k in sorted(plan.env):
             argv += ["-e", k]  # the value comes from the environment, never the command line
-        argv += ["-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface",
+        # the HF hub cache the harness's own checks read (HF_HUB_CACHE, else HF_HOME/hub, else
+        # ~/.cache/huggingface/hub), at the path huggingface_hub reads inside the image
+        argv += ["-v", f"{hub_cache()}:{CONTAINER_HUB_CACHE}",
                  "-v", f"{LAUNCH_DIR}:/launch", *docker_mounts(self.sc, LAUNCH_DIR, plan.files),
                  "-w", "/launch", image, *plan.argv]
         return LaunchPlan(argv=argv, env=plan.env, files=plan.files, port=plan.port,

@@ -97,10 +97,10 @@ def _probe(repo: str, filename: str) -> str | None:
         return f"{endpoint} is unreachable ({reason})"
 
 
-# The HF cache as the engine's docker container sees it (harness/engines/base.py mounts
-# ~/.cache/huggingface there); without docker (on this host, or pyxis, which shares the
-# host's home) the engine reads the host's own cache at its own path.
-CONTAINER_HF_HOME = "/root/.cache/huggingface"
+# The HF hub cache as the engine's docker container sees it (harness/engines/base.py mounts
+# hub_cache() there, so the files the checks find are the files the engine reads); without
+# docker (on this host, or pyxis, which shares the host's home) the host's own cache path.
+CONTAINER_HUB_CACHE = "/root/.cache/huggingface/hub"
 UNCACHED = "<not in the HF cache>"
 
 
@@ -108,7 +108,7 @@ def engine_hub_cache(sc: Any) -> tuple[Path, str]:
     """(the host directory of the HF cache the engine reads, that directory's path as the
     engine sees it)."""
     if sc.engine.image and sc.engine.container_runtime == "docker":
-        return Path.home() / ".cache" / "huggingface" / "hub", f"{CONTAINER_HF_HOME}/hub"
+        return hub_cache(), CONTAINER_HUB_CACHE
     return hub_cache(), str(hub_cache())
 
 

@@ -161,19 +161,37 @@ def test_dry_run_shows_the_checkpoint_directory_the_engine_sees(
     assert argv and all(f"--chat_template {SNAPSHOT} " in ln for ln in argv), argv
 
 
-def test_a_command_reading_the_checkpoint_needs_it_in_the_mounted_cache(
+def test_the_engine_mounts_the_cache_the_checks_read(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Cached only where the engine's container does not look (HF_HUB_CACHE elsewhere than the
-    ~/.cache/huggingface it mounts): the snapshot's directory is unknown, so the sweep stops
-    before any launch, naming {model_dir}, the cache and the fix."""
+    """HF_HUB_CACHE elsewhere than ~/.cache/huggingface/hub: the docker launch mounts that
+    cache (the one the checks found the snapshot in) where huggingface_hub reads inside the
+    image, so {model_dir} resolves, and the dry run shows the mount."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "elsewhere"))
     _model_dir_cache(tmp_path / "elsewhere")
     recipe = yaml.safe_load((ROOT / "recipes" / "recipe" / f"{MODEL_DIR_KEY}.yaml").read_text())
+    check_hub_access(compose_recipe(recipe))
+    r = harness("sweep", f"recipe={MODEL_DIR_KEY}", "concurrency=[1]", "--dry-run", timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"{tmp_path / 'elsewhere'}:/root/.cache/huggingface/hub" in r.stdout \
+        or f"{tmp_path / 'elsewhere'} -> /root/.cache/huggingface/hub" in r.stdout, r.stdout[-3000:]
+    argv = [ln for ln in r.stdout.splitlines() if "server argv:" in ln]
+    assert argv and all(f"--chat_template {SNAPSHOT} " in ln for ln in argv), argv
+
+
+def test_a_command_reading_the_checkpoint_needs_it_in_the_cache(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The checkpoint in no cache: the snapshot's directory is unknown, so the sweep stops
+    before any launch, naming {model_dir}, the cache and the fix."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "elsewhere"))
+    _snapshot(tmp_path / "elsewhere", "MiniMaxAI/MiniMax-M3", "tokenizer.json")
+    recipe = yaml.safe_load((ROOT / "recipes" / "recipe" / f"{MODEL_DIR_KEY}.yaml").read_text())
     with pytest.raises(WeightsNotFound) as e:
         check_hub_access(compose_recipe(recipe))
     msg = str(e.value)
     assert "inside the checkpoint nvidia/MiniMax-M3-NVFP4 ({model_dir})" in msg
-    assert str(tmp_path / "home" / ".cache" / "huggingface" / "hub") in msg
+    assert str(tmp_path / "elsewhere") in msg
     assert "`hf download nvidia/MiniMax-M3-NVFP4` into that cache" in msg
