@@ -138,3 +138,27 @@ def test_a_config_error_is_one_line_naming_where_key_problem_and_fix(args) -> No
     override, key = args[-1], args[-1].split("=")[0]
     assert line.startswith(f"harness: config error in the command-line override '{override}'")
     assert f"key {key}:" in line and "; fix: " in line
+
+
+HELP_FEATURES = {
+    "open-loop arrivals": "scenario.arrival=poisson scenario.request_rate=[1,2,4]",
+    "goodput": "slo.ttft_ms=500 slo.tpot_ms=50",
+    "the SLO search": "search.mode=slo +search.criteria.p99_ttft_ms=500 search.hi=128",
+    "the engine profiler": "engine.profile=true",
+}
+
+
+def _help_footer() -> list[str]:
+    out = harness("sweep", "--help", timeout=120).stdout
+    footer = out[out.index("Most common overrides:"):]
+    return [line.strip() for line in footer[:footer.index("Sweep any axis")].splitlines()[1:]]
+
+
+@pytest.mark.parametrize("feature", HELP_FEATURES)
+def test_sweep_help_names_a_feature_with_overrides_the_sweep_accepts(feature) -> None:
+    """The footer line for each feature, typed as shown, composes and validates."""
+    line, = [x for x in _help_footer() if x.startswith(HELP_FEATURES[feature] + " ")]
+    overrides = line.split("   ")[0].split()
+    r = harness("sweep", *overrides, "--dry-run", timeout=300)
+    assert r.returncode == 0, (line, r.stderr[-1000:])
+    assert "the config composes and validates" in r.stdout + r.stderr
