@@ -123,6 +123,22 @@ def check(overrides: list[str]) -> Checked:
     return Checked(sc, where)
 
 
+def check_traces(sc: SweepConfig) -> None:
+    """Load and check the traces of a workload that replays them, as the sweep does before any
+    engine starts (harness.workloads.agentic_lanes.load_fitted: every file read, every field
+    finite and in range, the fit applied), so `--dry-run` refuses a missing or malformed trace
+    with the sweep's own message. A corpus named by a hub id alone is not downloaded here: the
+    dry run fetches nothing."""
+    from harness.workloads.agentic_lanes import load_fitted, scenario_file
+
+    scen = sc.scenario
+    if not workload_class(scen.kind).reads_traces:
+        return
+    if scen.dataset.id and not scen.dataset.local_dir and not scen.trace_files:
+        return
+    load_fitted(scen, repo_root(), scenario_file(sc))
+
+
 def dry_run(checked: Checked, as_json: bool = False) -> str:
     """What `--dry-run` checks beyond the config (every launch the recipe makes, its
     acceptance plan and the engine adapter's own refusals; each cheap, none starts anything),
@@ -150,6 +166,7 @@ def dry_run(checked: Checked, as_json: bool = False) -> str:
         if adapter_class(launch.sc.engine.kind).reads_workspace:
             check_workspace(launch.sc, where)
         points += len(workload_class(launch.sc.scenario.kind).load_axis(launch.sc))
+        check_traces(launch.sc)
     rendered = render_launches(sc, port=UPSTREAM_PORT, host=None)
     summary = (f"dry run: the config composes and validates ({len(runs)} engine launches, "
                f"{points} points); nothing was started or written")
