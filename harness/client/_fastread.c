@@ -5,10 +5,10 @@
  * branch: three interpreter frames) cost more than the kernel's part of it. Here that work
  * is done in C for the read that dominates a stream: one whole HTTP chunk holding one whole
  * `data: {...}\n\n` event, the accumulator past its head. Every other read goes to the
- * Python path (harness/client/h1_stream.py `_Conn._read`), which feeds llhttp.
+ * Python path (harness/client/h1_conn.py `_Conn._read`), which feeds llhttp.
  *
  * Three base types hold the state both paths share, as C members the Python code reads and
- * writes by name: ConnState (of h1_stream._Conn), FeedState (of sse.StreamAccumulator) and
+ * writes by name: ConnState (of h1_conn._Conn), FeedState (of sse.StreamAccumulator) and
  * MeterState (of loop_passes.PassMeter). harness/client/read_state.py has their pure-Python
  * twins, used where this module is not built; the semantics are the Python code's, line for
  * line (tests/test_fastread.py feeds both the same reads and compares everything kept).
@@ -239,7 +239,7 @@ static PyTypeObject ConnStateType = {
     .tp_dealloc = (destructor)conn_dealloc,
     .tp_methods = conn_methods,
     .tp_members = conn_members,
-    .tp_doc = "The connection state and read of h1_stream._Conn.",
+    .tp_doc = "The connection state and read of h1_conn._Conn.",
 };
 
 /* ---- the module -------------------------------------------------------------------------- */

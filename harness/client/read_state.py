@@ -5,7 +5,7 @@ types where that module is built, these pure-Python twins where it is not.
 these classes and the Python read path) takes the steady read of the httptools transport, one
 whole chunk holding one whole event, without an interpreter frame (docs/client.md, "The
 compiled read"). The state it shares with the Python code is declared here once, by name:
-`ConnState` is the base of h1_stream._Conn, `FeedState` of sse.StreamAccumulator, `MeterState`
+`ConnState` is the base of h1_conn._Conn, `FeedState` of sse.StreamAccumulator, `MeterState`
 of loop_passes.PassMeter. Each twin below has the same attributes with the same defaults, so the
 Python code reads and writes them alike over either.
 
@@ -60,7 +60,7 @@ class PyMeterState:
 
 
 class PyConnState:
-    """h1_stream._Conn's share. With no compiled read, `data_received` is the Python one
+    """h1_conn._Conn's share. With no compiled read, `data_received` is the Python one
     (`_Conn._read` called with no stamp stamps the read itself)."""
 
     __slots__ = ("_acc", "_any", "_boundary", "_chunk_cb", "_feed", "_meter", "_raw", "last")

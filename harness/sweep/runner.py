@@ -261,7 +261,8 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
     gpu = ctx.telemetry.sampler(ctx.sc.telemetry.period_s)
     # the host from /proc: ours = this process's tree (client workers, the engine we launched)
     hs = (host_telemetry.HostSampler(ctx.sc.telemetry.period_s)
-          if ctx.validity.host != "off" and not host_telemetry.available() else None)
+          if (ctx.validity.host != "off" or ctx.validity.steal != "off")
+          and not host_telemetry.available() else None)
     if hs is not None and (url := urllib.parse.urlsplit(eng.base_url)).hostname in (
             "127.0.0.1", "localhost", "::1") and url.port:
         for pid in host_telemetry.listening_pids(url.port):  # an engine we did not launch

@@ -27,13 +27,13 @@ export SLURM_CONF
 # demo proves the launch path, not performance: the client shares this machine's two cores with
 # three nodes' worth of mocker, frontend and router processes, so it is judged with the launch
 # check's bounds (those of `harness catalog verify-e2e`: stamp error 20 ms, queue delay 100 ms)
-# and a disturbed host is marked, not failed (validity.host=warn); every point still says what
+# and a disturbed host is marked, not failed (validity.host=warn, validity.steal=warn); every point still says what
 # its self-check saw.
 stand_in=(engine=multinode engine.slurm.worker_stand_in=dynamo-mocker
           engine.slurm.container_runtime=none engine.slurm.max_nodes=3
           "model.tokenizer=$repo/.venv-dynamo/model/smollm2" scenario.prompts=filtered
           engine.startup_timeout_s=300 client.max_stamp_err_ms=20 client.max_queue_delay_ms=100
-          validity.host=warn "run_id=$RUN_ID")
+          validity.host=warn validity.steal=warn "run_id=$RUN_ID")
 head=(ip netns exec "$HEAD_NS" env "SLURM_CONF=$SLURM_CONF" "$repo/.venv/bin/harness")
 
 start=$(date +%s)
