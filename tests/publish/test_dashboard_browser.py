@@ -88,6 +88,31 @@ def test_agentic_view_merges_speculators_with_method_in_the_tooltip(page) -> Non
     assert "realised 2.574" in texts and "calibrated.csv" in texts
 
 
+def test_agentic_curve_marks_speculative_points_and_says_so(page) -> None:
+    """One curve, but a reader tells the n-gram points from the plain ones by the marker."""
+    assert page.locator("#spec-marker-note").is_hidden()  # fixed view: no merged series
+    page.select_option("#scenario", "agentic-weka-cpu")
+    main = page.evaluate("""() => document.getElementById('chart').data.find(t =>
+        t.mode === 'markers' && t.name === 'smollm2-135m q4_1 · cpu · llamacpp')""")
+    marker = main["marker"]
+    marks = list(zip(main["text"], marker["symbol"], marker["line"]["width"], strict=True))
+    spec = {(sym, w) for text, sym, w in marks if "speculator ngram" in text}
+    plain = {(sym, w) for text, sym, w in marks if "speculator" not in text}
+    assert spec == {("triangle-up", 2)} and plain == {("circle", 0)}, marks
+    # the drawn markers themselves differ: two shapes on the one trace
+    paths = page.evaluate("""() => {
+        const gd = document.getElementById('chart');
+        const i = gd.data.findIndex(t => t.mode === 'markers'
+                                         && t.name === 'smollm2-135m q4_1 · cpu · llamacpp');
+        const layer = document.querySelectorAll('.scatterlayer .trace')[i];
+        return [...layer.querySelectorAll('.points path')].map(p => p.getAttribute('d'));
+    }""")
+    assert len(set(paths)) == 2, paths
+    note = page.locator("#spec-marker-note")
+    assert note.is_visible() and "Outlined triangles are speculative points" in note.inner_text()
+    assert "same curve" in note.inner_text()
+
+
 def test_hover_shows_the_identity(page) -> None:
     page.select_option("#scenario", "agentic-weka-cpu")
     point = page.locator(".scatterlayer .trace .points path").first

@@ -146,6 +146,17 @@ function seriesFrontier(sp, xa, ya, canonical) {
   return canonical ? front.filter(p => canonical.has(p.point_id)) : front;
 }
 
+function isSpeculative(p) {
+  return Boolean(p.spec_name) && p.spec_name !== "none";
+}
+
+// invalid: x; published: diamond; speculative: an outlined triangle; plain: a circle
+function markerSymbol(p, pub) {
+  if (!p.valid) return "x";
+  if (pub) return "diamond";
+  return isSpeculative(p) ? "triangle-up" : "circle";
+}
+
 function renderFrontier(pts, xa, ya, load) {
   const optimal = document.getElementById("optimal").checked;
   const canonical = load === "sessions"
@@ -161,7 +172,8 @@ function renderFrontier(pts, xa, ya, load) {
       type: "scatter", mode: "markers", name: series, legendgroup: series,
       x: shown.map(p => p[xa.key]), y: shown.map(p => p[ya.key]),
       text: shown.map(hover), hovertemplate: "%{text}<extra></extra>",
-      marker: {color, size: 9, symbol: shown.map(p => (p.valid ? (pub ? "diamond" : "circle") : "x"))},
+      marker: {color, size: 9, symbol: shown.map(p => markerSymbol(p, pub)),
+        line: {color: "#222", width: shown.map(p => (isSpeculative(p) ? 2 : 0))}},
       customdata: shown.map(p => p.page),
     });
     if (front.length >= 2) {
@@ -170,6 +182,10 @@ function renderFrontier(pts, xa, ya, load) {
         showlegend: false, x: cx, y: cy, line: {color, width: 2, dash: pub ? "dash" : "solid"}, hoverinfo: "skip"});
     }
   }
+  // a series that merges plain and speculative points (agentic) stays one curve; the marker
+  // tells the two apart, and the note under the chart says how
+  document.getElementById("spec-marker-note").hidden = ![...bySeriesMap(pts).values()]
+    .some(sp => sp.some(isSpeculative) && sp.some(p => !isSpeculative(p)));
   const layout = {
     // what the chart shows, from the axes chosen (the page's heading is the run's title)
     title: {text: `${ya.short} vs ${xa.short} · ${document.getElementById("scenario").value}`},

@@ -304,6 +304,8 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
 <div id="view-frontier"><div id="chart"></div>
 <p>Markers open the point's page; <b>x</b> marks an invalid point (never on a frontier);
 diamonds and dashed curves are published InferenceX rows.</p>
+<p id="spec-marker-note" hidden>Outlined triangles are speculative points, on the same curve as
+the plain points (circles) they merge with; the tooltip names the speculator and its k.</p>
 <div id="sources-box" hidden><p>Sources of the published rows:</p><ul id="sources"></ul></div>
 </div>
 <div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
