@@ -20,6 +20,9 @@ from harness.config.validate_scenario import (
     check_dataset,
 )
 from harness.config.validate_slo import check_slo_settings
+from harness.config.validate_speculator import check_speculator
+from harness.config.validate_stages import check_correctness
+from harness.config.validate_topology import check_topology
 
 PRIMARY_CONFIG = "recipes/sweep.yaml"
 # Bounds that keep a typo from building prompts for minutes before anything is measured:
@@ -164,9 +167,6 @@ def check_ranges(sc: SweepConfig, where: Where) -> None:
             problem = s.range_problem(float(value))
             if problem:
                 raise ConfigError.at(where, key, problem, s.fix)
-    if sc.speculator.ngram_max < sc.speculator.ngram_min:
-        raise ConfigError.at(where, "speculator.ngram_max",
-                             "ngram_max is below ngram_min", "set ngram_max >= ngram_min")
     check_concurrency(sc, where)
 
 
@@ -198,50 +198,7 @@ def check_combinations(sc: SweepConfig, where: Where) -> None:
     check_correlation_headers(sc, where)
     check_speculator(sc, where)
     check_correctness(sc, where)
-    topo = sc.topology
-    for name in ("tp", "ep", "pp"):
-        if getattr(topo, name) < 1:
-            key = f"topology.{name}"
-            raise ConfigError.at(where, key, f"{name} must be >= 1, got "
-                                 f"{getattr(topo, name)}", f"e.g. {key}=1 (tp=8: eight GPUs)")
+    check_topology(sc, where)
     from harness.config.validate_catalog import check_catalog
 
     check_catalog(sc, where)
-
-
-EVAL_TASKS = ("gsm8k", "gpqa_diamond", "swebench_lite", "capitals")
-
-
-def check_correctness(sc: SweepConfig, where: Where) -> None:
-    """The eval stage and the lossless check (docs/evals.md): known tasks and modes, floors
-    that are shares, temperatures that are not negative."""
-    for task in sc.eval.tasks:
-        if task not in EVAL_TASKS:
-            raise ConfigError.at(where, "eval.tasks", f"unknown eval task {task!r}",
-                                 f"use one of {EVAL_TASKS} (recipes/eval/)")
-    for task, floor in sc.model.eval_floors.items():
-        if task not in EVAL_TASKS or not 0.0 <= float(floor) <= 1.0:
-            raise ConfigError.at(where, "model.eval_floors",
-                                 f"{task}: {floor} is not a floor of a known task",
-                                 f"tasks {EVAL_TASKS}, floors in [0, 1]")
-    if not sc.lossless.temperatures or any(not 0.0 <= t <= 2.0
-                                           for t in sc.lossless.temperatures):
-        raise ConfigError.at(where, "lossless.temperatures",
-                             f"{sc.lossless.temperatures} is not a list of temperatures in [0, 2]",
-                             "e.g. lossless.temperatures=[0.0,0.7]")
-
-
-def check_speculator(sc: SweepConfig, where: Where) -> None:
-    """The speculator against its engine's recipe: a method it runs, a draft length, a known
-    whether the engine can render its sample method is its adapter's rule
-    (harness.workloads.registry.check_sample_method); the choices are the fields' own."""
-    eng, spec = sc.engine, sc.speculator
-    if spec.method != "none" and eng.speculators and spec.method not in eng.speculators:
-        raise ConfigError.at(where, "speculator.method",
-            f"engine {eng.kind} cannot run speculator {spec.method!r}",
-            f"pick one of {eng.speculators} for this engine, or another engine",
-        )
-    if spec.method != "none" and spec.k < 1:
-        raise ConfigError.at(where, "speculator.k",
-                             f"speculator {spec.method} needs a draft length k >= 1",
-                             "set speculator.k (e.g. speculator.k=3)")

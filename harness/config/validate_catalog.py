@@ -30,7 +30,6 @@ def check_catalog(sc: SweepConfig, where: Where) -> None:
     check_kv_offload(sc, where)
     check_helpers(sc, where)
     check_setup(sc, where)
-    check_parallel(sc, where)
 
 
 def check_kv_offload(sc: SweepConfig, where: Where) -> None:
@@ -135,19 +134,6 @@ def check_setup(sc: SweepConfig, where: Where) -> None:
         raise ConfigError.at(where, key,
                              "setup steps install into and patch an image; this engine has none",
                              "set engine.image, or drop the steps (they would change this host)")
-
-
-def check_parallel(sc: SweepConfig, where: Where) -> None:
-    t = sc.topology
-    for name in ("dcp", "pcp"):
-        if getattr(t, name) < 1:
-            key = f"topology.{name}"
-            raise ConfigError.at(where, key, f"{name} must be >= 1, got {getattr(t, name)}",
-                                 f"{key}=1 turns it off")
-    if t.dcp > 1 and t.tp % t.dcp:
-        raise ConfigError.at(where, "topology.dcp",
-                             f"decode context parallel {t.dcp} does not divide tp {t.tp}",
-                             "pick a dcp that divides tp (it splits the KV over the TP ranks)")
 
 
 def check_rows(sc: SweepConfig, where: Where) -> None:
