@@ -5,6 +5,7 @@ hand; the generated region sits between the two marker comments.
     python -m harness.config.settings_doc            # print the tables
     python -m harness.config.settings_doc --write    # rewrite the region in docs/settings.md
     python -m harness.config.settings_doc --check    # exit 1 when the page has drifted
+    python -m harness.config.settings_doc --text     # plain text, as `--help` would list them
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def settings_tables() -> str:
     return "\n".join(out).rstrip("\n")
 
 
+def settings_help() -> str:
+    """The same settings as plain text for `harness sweep --help`: one line each,
+    `key = default  allowed  help`."""
+    rows = [(key, _default(default_of(f)).strip("`"),
+             s.allowed().replace("\\|", "|").replace("`", "") + (" or inf" if s.inf_ok else ""),
+             s.help) for _, group in sections() for key, f, s in group]
+    width = max(len(f"{k} = {d}") for k, d, _, _ in rows)
+    return "\n".join(f"  {f'{k} = {d}':<{width}}  {a:<22} {h}".rstrip() for k, d, a, h in rows)
+
+
 def splice(page: str) -> str:
     """The page with its generated region replaced by the current tables."""
     head, sep, rest = page.partition(BEGIN)
@@ -81,7 +92,7 @@ def main(argv: list[str]) -> int:
                   "python -m harness.config.settings_doc --write", file=sys.stderr)
             return 1
         return 0
-    print(settings_tables())
+    print(settings_help() if "--text" in argv else settings_tables())
     return 0
 
 

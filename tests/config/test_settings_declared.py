@@ -13,7 +13,7 @@ from harness.config.errors import ConfigError
 from harness.config.fields import Setting, declared, default_of, nested_schema, setting_of
 from harness.config.locations import repo_root
 from harness.config.schema import SCHEMA_OF_NODE, SweepConfig
-from harness.config.settings_doc import BEGIN, END, page_path, splice
+from harness.config.settings_doc import BEGIN, END, page_path, settings_help, splice
 from tests.config.test_config_errors import _compose, validated
 
 
@@ -76,6 +76,16 @@ def test_docs_settings_tables_are_the_fields() -> None:
     assert splice(page) == page, ("docs/settings.md's generated tables differ from the schemas: "
                                   "run python -m harness.config.settings_doc --write")
     assert "| `client.max_stamp_err_ms` | `1.0` | > 0 |" in page
+
+
+def test_help_text_lists_every_declared_setting_with_its_bound() -> None:
+    lines = settings_help().splitlines()
+    for key, s in _declared():
+        line = next((ln for ln in lines if ln.split()[0] == key), None)
+        assert line is not None, key
+        assert s.help in line and (not s.choices or " | ".join(s.choices) in line), line
+    assert any(ln.split()[:3] == ["client.max_stamp_err_ms", "=", "1.0"] and "> 0" in ln
+               for ln in lines)
 
 
 def _restated(node: dict, schema: type, prefix: str = "") -> list[str]:
