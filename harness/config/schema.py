@@ -331,14 +331,17 @@ class ScenarioConfig:
 
 @dataclass
 class TopologyConfig:
-    tp: int = 1
-    ep: int = 1
-    dp_attention: bool = False
-    pp: int = 1
+    # parallel sizes >= 1 are checked per launch (a catalog row replaces them):
+    # harness/config/validate_topology.py
+    tp: int = setting(1, help="tensor parallel size")
+    ep: int = setting(1, help="expert parallel size")
+    dp_attention: bool = setting(False, help="attention data parallelism (reuses the tp GPUs)")
+    pp: int = setting(1, help="pipeline parallel size")
     pcp: int = setting(
         1, ge=1, fix="e.g. topology.pcp=1",
         help="prefill context parallelism: more GPUs per worker (GPUs = tp x pp x pcp)")
-    dcp: int = 1  # decode context parallelism: splits the KV over the TP ranks (no more GPUs)
+    dcp: int = setting(
+        1, help="decode context parallelism: splits the KV over the TP ranks (no more GPUs)")
     # Disaggregated serving: GPUs of the prefill and decode pools (0 = aggregated). Then the
     # point's GPUs are prefill + decode, output throughput is per decode GPU and input per
     # prefill GPU, as InferenceX counts its disaggregated rows.
@@ -404,8 +407,11 @@ class SweepConfig:
     search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     lossless: LosslessConfig = field(default_factory=LosslessConfig)
-    precision: str | None = None  # None: the model's default precision
-    thinking: bool | None = None  # reasoning mode; None: the model's default
+    precision: str | None = setting(None, help="weights' precision; null: the model's default")
+    thinking: bool | None = setting(
+        None, help="reasoning mode (acceptance lookups); null: the model's")
+    # one point per entry, all on one server launch; in [1, 4096], each once
+    # (validate.check_concurrency)
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
     # at most 100: a typo must not build prompts for minutes before anything is measured
     repeats: int = setting(1, ge=1, le=100, help="measure every point this many times",
@@ -415,8 +421,8 @@ class SweepConfig:
         help="prompt seed; null: drawn per run (two runs never share prompts)",
         fix="give a non-negative integer, or seed=null to draw one")
     run_id: str = MISSING
-    results_dir: str = "results"
-    fresh: bool = False  # ignore points already in the run directory
+    results_dir: str = setting("results", help="where run directories go")
+    fresh: bool = setting(False, help="redo points already complete in the run directory")
     # A catalog recipe's rows: each a topology with its concurrencies, one launch each (empty:
     # the sweep's own topology and concurrency list).
     search_space: list[SearchRow] = field(default_factory=list)

@@ -13,9 +13,11 @@ class SloConfig:
     """Per-request service-level objectives (vLLM's --goodput): a request is good when it meets
     every one that is set. None: not an objective."""
 
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    e2el_ms: float | None = None
+    # each positive where set: harness/config/validate_slo.py
+    ttft_ms: float | None = setting(None, help="a good request's time to first token at most (ms)")
+    tpot_ms: float | None = setting(
+        None, help="a good request's time per output token at most (ms)")
+    e2el_ms: float | None = setting(None, help="a good request's end-to-end latency at most (ms)")
 
 
 @dataclass
@@ -28,10 +30,11 @@ class SearchConfig:
     # statistic -> bound: p99_ttft_ms, p90_tpot_ms, median_e2el_ms (at most), goodput_share,
     # p50_intvty (at least). Every one must hold for a load to pass.
     criteria: dict[str, float] = field(default_factory=dict)
-    lo: float = 1  # the search range of concurrency (or rate, open loop)
-    hi: float = 64
-    resolution: float = 1  # stop bisecting when failing - passing load <= this
-    confirm: int = 1  # extra repeats of the highest passing and lowest failing load
+    # 0 < lo < hi, resolution > 0, confirm >= 0: harness/config/validate_slo.py
+    lo: float = setting(1, help="lowest load of the search (concurrency, or rate open loop)")
+    hi: float = setting(64, help="highest load of the search")
+    resolution: float = setting(1, help="stop bisecting when failing - passing load <= this")
+    confirm: int = setting(1, help="extra repeats of the highest passing and lowest failing load")
 
 
 @dataclass
