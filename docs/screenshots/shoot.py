@@ -16,7 +16,7 @@ SCENARIO = "fixed-128x64"
 VIEWS = ("frontier", "compare", "trend", "speculation")
 PAGES = {  # the point ids of results/20261207-152106 and the multi-node demo's agentic point
     "point-fixed-plain-c2": "20261207-152106/c2-r0-1a19b2326d38.html",
-    "point-fixed-ngram-c2": "20261207-152106/c2-r0-bd116f0ffbf8.html",
+    "point-fixed-ngram-c2": "20261207-152106/c2-ngram-k4-r0-bd116f0ffbf8.html",
     "point-agentic-c8": "multinode-demo-20261207-185555/c8-r0-51093958a5a1.html",
 }
 SETTLE_MS = 2500  # plotly draws after load; the pages have no single ready signal

@@ -16,3 +16,19 @@ def web_link(v: Any) -> str | None:
     except ValueError:
         return None
     return v if u.scheme.lower() in ("http", "https") and u.netloc else None
+
+
+def readable_point_name(p: Any) -> str:
+    """A point's id with its speculator's own name and k after the load (`c1-ngram-k4-r0-<hash>`),
+    for file names a person tells apart: a plain and a speculative point at one load differ by
+    more than a hash. A plain point keeps its id. `p` is a flat point or a PointRecord (both
+    answer `.get`)."""
+    from harness.record.spec_names import spec_name
+
+    pid = str(p.get("point_id"))
+    name = spec_name(p)
+    if name == "none":
+        return pid
+    tag = f"{name}-k{p.get('spec_k')}"
+    load, sep, rest = pid.partition("-")
+    return f"{load}-{tag}-{rest}" if sep else f"{pid}-{tag}"

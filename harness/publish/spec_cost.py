@@ -27,6 +27,7 @@ large batch); a cheaper one is memory-bound.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from harness.publish.speedup import Series, SpecConfig, base_label, plain_at
@@ -119,3 +120,24 @@ def _pooled(pts: list[dict[str, Any]]) -> dict[str, float]:
     tpots = [_num(p, "median_tpot") for p in pts if math.isfinite(_num(p, "median_tpot"))]
     out["median_tpot"] = sum(tpots) / len(tpots) if tpots else math.nan
     return out
+
+
+def why_uncosted(p: dict[str, Any], points: Sequence[dict[str, Any]]) -> str:
+    """Why a speculative point has no step cost, in the reader's words: the plain point at its
+    load is missing or invalid (step costs price against valid plain points only), the point
+    itself is invalid, or it carries no speculative counters."""
+    from harness.publish.speedup import base_key, spec_config
+
+    base, conc = base_key(p), p.get("conc")
+    plain = [q for q in points if q.get("conc") == conc and base_key(q) == base
+             and spec_config(q).plain and q.get("status", "ok") == "ok"]
+    reasons = []
+    if not plain:
+        reasons.append("no plain point at this load")
+    elif not any(q.get("valid", True) for q in plain):
+        reasons.append("the plain point at this load is invalid")
+    if not p.get("valid", True):
+        reasons.append("this point is invalid")
+    if not math.isfinite(step_figures(p)["tokens_per_step"]):
+        reasons.append("no speculative counters on this point")
+    return "no step cost: " + ("; ".join(reasons) or "nothing to price it against")

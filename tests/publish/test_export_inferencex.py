@@ -296,10 +296,12 @@ def test_names_and_clashes() -> None:
                              "tp": 8, "ep": 8, "dp_attention": True, **kw})
         return PointRecord(i.point_id(), "r", i, "ok", Validity.legacy(True, ()))
 
-    a, b = rec(), rec(spec_method="mtp")
+    a, b = rec(), rec(spec_method="mtp", spec_k=3)
     assert result_filename(a) == "dsr1_8k1k_fp8_trt_tp8_ep8_dpa_true_conc8_b200"
     names = result_filenames([a, b])  # the template has no speculator: both get their id
     assert names[a.point_id] == f"{result_filename(a)}_{a.point_id}" != names[b.point_id]
+    load, rest = b.point_id.split("-", 1)  # the speculator and k after the load
+    assert names[b.point_id] == f"{result_filename(b)}_{load}-mtp-k3-{rest}"
     assert result_filenames([a])[a.point_id] == result_filename(a)
     assert split_key('vllm:x_total{model_name="m \\"q\\"",le="0.5"}') == \
         ("vllm:x_total", {"model_name": 'm "q"', "le": "0.5"})

@@ -163,7 +163,7 @@ def test_point_page_names_keys_and_says_where_energy_comes_from(site, tab) -> No
     _open(tab, _point(site, "p2-30"), PAGE_READY)
     heads = tab.locator("#summary th").all_text_contents()
     assert heads and not any("_" in h for h in heads), heads  # spec_k, slo_ttft_ms, ...
-    assert "Speculator k (draft tokens per step)" in heads
+    assert "Speculator k (draft tokens per step)" not in heads  # a plain point drafts nothing
     energy = tab.locator("#summary tr", has_text="Joules per token").inner_text()
     assert "not measured" in energy and "50 W in the chip table" in energy
     assert "illustrative" in tab.locator("#summary tr", has_text="prices").inner_text()

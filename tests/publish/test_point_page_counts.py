@@ -55,7 +55,7 @@ def test_the_page_says_what_each_al_counts_and_where_the_engine_was_not_steady(
     out = tmp_path / "d.html"
     assert main(["dashboard", str(run.root), "--out", str(out)]) == 0
 
-    text = _text(tmp_path / "d_points" / "ours" / "c2-ngram.html")
+    text = _text(tmp_path / "d_points" / "ours" / "c2-ngram-k4-ngram.html")  # id + speculator, k
     assert "Realised AL (3.075) counts the engine's counters over the measured window" in text
     assert "only the steps on which the speculator drafted count" in text
     assert "Per-request AL (the histogram) counts each request's reply" in text

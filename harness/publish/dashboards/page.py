@@ -26,7 +26,7 @@ from harness.publish.dashboards.point_page import (
     write_point_pages,
 )
 from harness.publish.links import web_link
-from harness.publish.spec_cost import cost_rows
+from harness.publish.spec_cost import cost_rows, why_uncosted
 from harness.publish.speedup import base_key, base_label, group_series, spec_config
 from harness.record.metrics import PRICE_TIERS, metric
 from harness.record.point_load import load_flat
@@ -204,8 +204,22 @@ def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
         keep["page"] = page_href(out, p) if out is not None else None
         keep["spec_why"] = why.get((base_label(base_key(p)), spec_config(p).label(),
                                     p.get("conc")))
+        if not spec_config(p).plain:
+            keep["spec_why"] = reworded_why(keep["spec_why"], p, points)
         res.append(keep)
     return res
+
+
+def reworded_why(why: str | None, p: dict[str, Any], points: Sequence[dict[str, Any]]
+                 ) -> str:
+    """The step-cost sentence, or why there is none; "no plain point" only where there is
+    none at all, not where the plain point is there but invalid."""
+    uncosted = why_uncosted(p, points)
+    if why is None:
+        return uncosted
+    invalid_plain = "the plain point at this load is invalid"
+    return why.replace("no plain point at this load", invalid_plain) \
+        if invalid_plain in uncosted else why
 
 
 def spec_why_index(points: Sequence[dict[str, Any]]) -> dict[tuple, str]:

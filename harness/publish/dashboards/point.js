@@ -197,7 +197,7 @@ function speculation() {
     title.hidden = true;
     return;
   }
-  document.getElementById("spec-why").textContent = "Why: " + (P.point.spec_why || "no step cost (no plain point at this load, or no counters)");
+  document.getElementById("spec-why").textContent = "Why: " + (P.point.spec_why || "no step cost");
   const note = document.getElementById("spec-note");
   const R = D.spec_requests;
   const agg = P.point.spec_realised_al;

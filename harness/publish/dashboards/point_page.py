@@ -3,6 +3,8 @@
     <stem>_points/plotly.min.js        plotly.js, once
     <stem>_points/point.js             the page script (and dom.js, shared with the dashboard)
     <stem>_points/<run>/<point>.html   one page per point: its data inline, no network
+                                       (<point>: the id with the speculator and k,
+                                       c1-ngram-k4-r0-<hash>)
 
 Latency distributions, throughput and in-flight over time, the point's time series, for
 agentic points a request timeline (one row per lane and agent), and links to its siblings
@@ -26,9 +28,10 @@ import orjson
 
 from harness.publish.dashboards.labels import CPU_CAVEAT, TABLE_ENERGY, is_illustrative, label
 from harness.publish.dashboards.point_data import point_payload
+from harness.publish.links import readable_point_name
 from harness.record.catalogue import metric
 from harness.record.results import atomic_write, safe_name
-from harness.record.spec_names import spec_label
+from harness.record.spec_names import spec_label, spec_name
 from harness.record.workload_traits import traits_of
 
 NO_TELEMETRY = "no power telemetry on this host"  # harness.publish.dashboards.page says it too
@@ -59,7 +62,7 @@ def pages_dir(out: Path) -> Path:
 def page_href(out: Path, p: dict[str, Any]) -> str:
     """The point page's address relative to the dashboard file."""
     return (f"{pages_dir(out).name}/{safe_name(str(p.get('run_id')))}/"
-            f"{safe_name(str(p['point_id']))}.html")
+            f"{safe_name(readable_point_name(p))}.html")
 
 
 def siblings(points: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -111,6 +114,8 @@ def summary_rows(p: dict[str, Any]) -> list[list[str]]:
     for k in SHOWN_KEYS:
         v = p.get(k)
         if v is None or (k in POWER_KEYS and not p.get("has_telemetry")):
+            continue
+        if k == "spec_k" and spec_name(p) == "none":  # a plain point drafts nothing
             continue
         try:
             scale = metric(k).scale
@@ -246,8 +251,12 @@ def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, An
     spec = spec_label(p)
     # where plain and speculative points share a series, the plain one says so too
     shown = spec != "plain" or traits_of(p).merges_speculative_curve
-    title = (f"{p.get('series')}{f' · {spec}' if shown else ''} · {p.get('scenario')} · "
-             f"concurrency {p.get('conc')}")
+    series = str(p.get("series"))
+    named = f" · {spec_name(p)}"
+    if shown:  # a fixed series' label names the speculator: say it once, there, with its k
+        series = series.replace(named, f" · {spec}", 1) if named in series \
+            else f"{series} · {spec}"
+    title = f"{series} · {p.get('scenario')} · concurrency {p.get('conc')}"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from harness.publish.ingest import ENGINES, MODELS
+from harness.publish.links import readable_point_name
 from harness.record.metrics import LATENCIES
 from harness.record.point_record import PointRecord
 from harness.record.results import atomic_write, dumps
@@ -79,12 +80,15 @@ def result_filename(rec: PointRecord) -> str:
 def result_filenames(records: list[PointRecord]) -> dict[str, str]:
     """point_id -> RESULT_FILENAME. The upstream name leaves out the speculator, the repeat and
     the scenario settings, so two of our points can share one; every point of such a clash gets
-    its point id appended (independent of the order points are listed in)."""
+    its id with the speculator's name and k appended (`..._conc1_cpu_c1-ngram-k4-r0-<hash>`,
+    harness.publish.links.readable_point_name), independent of the order points are listed in."""
     base = {r.point_id: result_filename(r) for r in records}
     counts: dict[str, int] = {}
     for name in base.values():
         counts[name] = counts.get(name, 0) + 1
-    return {pid: name if counts[name] == 1 else f"{name}_{pid}" for pid, name in base.items()}
+    tail = {r.point_id: readable_point_name(r) for r in records}
+    return {pid: name if counts[name] == 1 else f"{name}_{tail[pid]}"
+            for pid, name in base.items()}
 
 
 def job_config(run_dir: Path, rec: PointRecord) -> dict[str, Any]:

@@ -1,0 +1,93 @@
+"""A plain and an n-gram point at one load, as a reader meets them: file names that say which
+is which (the speculator and k, not only a hash), a heading that names the speculator once, no
+"Speculator k 0" on the plain page, and "the plain point at this load is invalid" where it is."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.cli.main import main
+from harness.record.results import RunDir
+from tests.publish.dashboard_fixtures import base_point, records
+
+pytestmark = pytest.mark.slow
+PLAIN, SPEC = "c2-r0-404f9fa6dafd", "c2-r0-1a72523e3709"
+SPEC_PAGE = "c2-ngram-k4-r0-1a72523e3709.html"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("names")
+    run = RunDir.open(root, "ours")
+    rng = np.random.default_rng(5)
+    plain = base_point(PLAIN, "fixed", 2, 900.0, 50.0, valid=False,
+                       invalid_reasons=["client stamp error p99 1.2 ms > 1 ms"])
+    spec = base_point(SPEC, "fixed", 2, 1500.0, 80.0, spec_method="ngram", spec_k=4,
+                      spec_realised_al=3.075, spec_drafts=200, spec_draft_tokens=800,
+                      spec_accepted_tokens=415, server_generation_tokens=1300,
+                      total_output_tokens=1300, median_tpot=0.02)
+    for p in (plain, spec):
+        run.write_requests(p["point_id"], records(14, rng, False))
+        run.append_point(p)
+    assert main(["dashboard", str(run.root), "--out", str(root / "d.html")]) == 0
+    return root
+
+
+def test_page_files_name_the_speculator_and_k(site: Path) -> None:
+    pages = sorted(p.name for p in (site / "d_points" / "ours").glob("*.html"))
+    assert pages == [SPEC_PAGE, f"{PLAIN}.html"]
+    # every link the dashboard and the pages carry reaches a page that exists
+    links = set(re.findall(r'd_points/ours/[^"\\]+\.html', (site / "d.html").read_text()))
+    for page in (site / "d_points" / "ours").glob("*.html"):
+        links |= {f"d_points/{m}" for m in
+                  re.findall(r'"page":\s*"(?:\.\./)*(?:d_points/)?(ours/[^"]+\.html)"',
+                             page.read_text())}
+    assert {f"d_points/ours/{n}" for n in pages} <= links
+    assert all((site / link).is_file() for link in links), links
+
+
+def _open(browser, page: Path):
+    tab = browser.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.goto(page.as_uri())
+    tab.wait_for_function("document.getElementById('summary').children.length > 0")
+    assert errors == []
+    return tab
+
+
+def test_the_speculative_page_names_its_speculator_once_and_why_it_has_no_cost(
+        site: Path, browser) -> None:
+    tab = _open(browser, site / "d_points" / "ours" / SPEC_PAGE)
+    h1 = tab.inner_text("h1")
+    assert h1 == "smollm2-135m q4_1 · cpu · llamacpp · ngram k=4 · fixed-1k1k · concurrency 2"
+    why = tab.inner_text("#spec-why")
+    assert "the plain point at this load is invalid" in why, why
+    assert "no plain point" not in why
+    summary = tab.inner_text("#summary")
+    assert re.search(r"Speculator k[^\n]*\t4", summary), summary
+    # the link back to the dashboard still reaches it
+    hrefs = tab.eval_on_selector_all("a[href$='.html']", "as => as.map(a => a.href)")
+    tab.close()
+    assert any(h.endswith("/d.html") for h in hrefs), hrefs
+
+
+def test_the_plain_page_shows_no_speculator_k(site: Path, browser) -> None:
+    tab = _open(browser, site / "d_points" / "ours" / f"{PLAIN}.html")
+    summary, h1 = tab.inner_text("#summary"), tab.inner_text("h1")
+    tab.close()
+    assert "Speculator k" not in summary and "ngram" not in h1
+    assert "Throughput" in summary or "throughput" in summary  # the table is there
+
+
+def test_the_export_names_a_clash_by_speculator_and_k(site: Path) -> None:
+    from harness.publish.exports import load_run
+    from harness.publish.exports.inferencex_fixed import result_filenames
+
+    names = result_filenames(load_run(site / "ours"))
+    assert names[SPEC].endswith(f"_conc2_cpu_{SPEC_PAGE.removesuffix('.html')}"), names
+    assert names[PLAIN].endswith(f"_conc2_cpu_{PLAIN}"), names
