@@ -19,12 +19,26 @@ PLAIN, SPEC = "c2-r0-404f9fa6dafd", "c2-r0-1a72523e3709"
 SPEC_PAGE = "c2-ngram-k4-r0-1a72523e3709.html"
 
 
+# As the recorder writes them (harness/record/validity.py, bench_rules.py): the message is
+# worded for failure whatever the outcome, the observed value in the rule's own unit
+RULES = [
+    {"name": name, "ok": ok, "observed": obs, "bound": bound, "message": "m", "remedy": "r",
+     "fatal": False}
+    for name, ok, obs, bound in (
+        ("prompt_lengths", True, 0, "0"), ("usage_reported", True, 0, "0"),
+        ("bounded_outputs", True, 0, "0"), ("any_request_succeeded", True, 12, ">= 1"),
+        ("host_steal", True, 0.0006956, "<= 5% of CPU time"),
+        ("client_queue_delay", True, 0.6689, "<= 10 ms"),
+        ("client_stamp_error", False, 1.2, "<= 1 ms"))]
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("names")
     run = RunDir.open(root, "ours")
     rng = np.random.default_rng(5)
-    plain = base_point(PLAIN, "fixed", 2, 900.0, 50.0, valid=False,
+    plain = base_point(PLAIN, "fixed", 2, 900.0, 50.0, valid=False, schema_version=2,
+                       validity=RULES,
                        invalid_reasons=["client stamp error p99 1.2 ms > 1 ms"])
     spec = base_point(SPEC, "fixed", 2, 1500.0, 80.0, spec_method="ngram", spec_k=4,
                       spec_realised_al=3.075, spec_drafts=200, spec_draft_tokens=800,
@@ -91,3 +105,22 @@ def test_the_export_names_a_clash_by_speculator_and_k(site: Path) -> None:
     names = result_filenames(load_run(site / "ours"))
     assert names[SPEC].endswith(f"_conc2_cpu_{SPEC_PAGE.removesuffix('.html')}"), names
     assert names[PLAIN].endswith(f"_conc2_cpu_{PLAIN}"), names
+
+
+def test_validity_rows_read_in_the_bounds_unit_and_spell_out_counts(site: Path,
+                                                                      browser) -> None:
+    tab = _open(browser, site / "d_points" / "ours" / f"{PLAIN}.html")
+    rows = {}
+    for tr in tab.locator("#validity tr[data-rule]").all():
+        rows[tr.get_attribute("data-rule")] = (
+            tr.locator("td[data-col=observed]").inner_text(),
+            tr.locator("td[data-col=bound]").inner_text())
+    tab.close()
+    assert rows["prompt lengths"] == ("0 requests with a prompt length other than built", "none")
+    assert rows["usage reported"] == ("0 replies without usage", "none")
+    assert rows["bounded outputs"] == ("0 replies over max_tokens", "none")
+    assert rows["any request succeeded"] == ("12 requests succeeded", "at least 1")
+    assert rows["host steal"] == ("0.07% of CPU time", "<= 5% of CPU time")
+    assert rows["client queue delay"] == ("0.6689 ms", "<= 10 ms")
+    assert rows["client stamp error"] == ("1.2 ms", "<= 1 ms")
+    assert not any(o == b for o, b in rows.values()), rows  # no "0 0"
