@@ -100,6 +100,21 @@ function renderCompare(pts, xa, ya, load) {
     tr.appendChild(td);
     table.appendChild(tr);
   }
+  // nothing interpolated (no valid frontier in view): no empty bar charts, a sentence instead
+  const drawn = rows.some(r => r.tput !== null || r.cost !== null);
+  const bars = document.getElementById("compare-bars");
+  const empty = document.getElementById("compare-empty");
+  bars.hidden = !drawn;
+  empty.hidden = drawn;
+  if (!drawn) {
+    Plotly.purge(bars);
+    empty.textContent = pts.length && !pts.some(p => p.valid)
+      ? "Nothing to compare: the matching points in view are all invalid, so no series has a valid frontier " +
+        "(each point's page says which rule failed). `harness speculation --include-invalid <run>` counts " +
+        "invalid points, its rows marked valid NO; for exploration only, never for published figures."
+      : "Nothing to compare: no series in view has a valid frontier reaching these targets.";
+    return;
+  }
   const traces = [];
   targets.forEach((t, j) => {
     const rt = rows.filter(r => r.target === t);

@@ -322,7 +322,8 @@ diamonds and dashed curves are published InferenceX rows.</p>
 the plain points (circles) they merge with; the tooltip names the speculator and its k.</p>
 <div id="sources-box" hidden><p>Sources of the published rows:</p><ul id="sources"></ul></div>
 </div>
-<div id="view-compare" hidden><table id="compare-table"></table><div id="compare-bars"></div></div>
+<div id="view-compare" hidden><table id="compare-table"></table><p id="compare-empty" hidden></p>
+<div id="compare-bars"></div></div>
 <div id="view-trend" hidden><div id="trend-count"></div><div id="trend"></div></div>
 <div id="view-speculation" hidden><div id="spec-chart"></div><div id="spec-al-chart" hidden></div>
 <div id="spec-tables"></div></div>

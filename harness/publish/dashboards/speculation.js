@@ -56,6 +56,33 @@ function specCell(row, col) {
   return String(v);
 }
 
+// The plain series a speculative point is matched with (harness/publish/speedup.py base_key)
+function matchBase(p) { return [p.model, p.chip, p.engine, p.precision, p.scenario].join("|"); }
+
+function isPlain(p) { return !p.spec_name || p.spec_name === "none"; }
+
+// Whether a speculative series and its plain match are both in `pts`
+function hasMatch(pts) {
+  const plain = new Set(pts.filter(isPlain).map(matchBase));
+  return pts.some(p => !isPlain(p) && plain.has(matchBase(p)));
+}
+
+// Why the view has no speedup to show: no matching pair at all, or pairs whose points are all
+// invalid (the speedups count valid points only, as `harness speculation` does without
+// --include-invalid)
+function noSpeedupText(scen) {
+  const ours = DATA.points.filter(p => p.scenario === scen && !p.published);
+  if (hasMatch(ours) && !hasMatch(ours.filter(p => p.valid))) {
+    const plain = ours.filter(isPlain), spec = ours.filter(p => !isPlain(p));
+    const bad = side => `${side.filter(p => !p.valid).length} of ${side.length}`;
+    return `No speedup to show: the matching points in this scenario are invalid (plain ${bad(plain)}, ` +
+      `speculative ${bad(spec)}; each point's page says which rule failed). ` +
+      "`harness speculation --include-invalid <run>` counts them, its rows marked valid NO; " +
+      "for exploration only, never for published figures.";
+  }
+  return "No speculative series with a matching plain series (same model, chip, engine, precision, scenario) in this scenario.";
+}
+
 function inScenario(row, scen) { return String(row.base || "").includes(` · ${scen}`); }
 
 function renderSpeculation(scen) {
@@ -75,7 +102,11 @@ function renderSpeculation(scen) {
       y: rs.map(r => r.intvty_ratio), line: {color: DATA.palette[i++ % DATA.palette.length]},
       error_y: {type: "data", array: rs.map(r => r.intvty_ratio_se || 0), visible: rs.some(r => r.intvty_ratio_se)}});
   }
-  Plotly.react("spec-chart", traces, {
+  // no rows: no chart (an empty one draws axes over nothing); the text below says why
+  const chart = document.getElementById("spec-chart");
+  chart.hidden = !rows.length;
+  if (!rows.length) Plotly.purge(chart);
+  else Plotly.react("spec-chart", traces, {
     title: {text: "Interactivity, speculative / plain, at equal concurrency"},
     xaxis: {title: {text: "concurrency"}, type: "log"}, yaxis: {title: {text: "speedup (x)"}},
     shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: {dash: "dot", color: "#888"}}],
@@ -84,7 +115,7 @@ function renderSpeculation(scen) {
   renderAlChart(scen);
   const box = document.getElementById("spec-tables");
   box.replaceChildren();
-  if (!rows.length) box.appendChild(el("p", {id: "spec-empty"}, "No speculative series with a matching plain series (same model, chip, engine, precision, scenario) in this scenario."));
+  if (!rows.length) box.appendChild(el("p", {id: "spec-empty"}, noSpeedupText(scen)));
   const once = oneRepeatNote(S, scen);
   if (once) box.appendChild(el("p", {id: "spec-one-repeat", class: "invalid"}, once));
   for (const [key, title, cols] of SPEC_TABLES) {
