@@ -18,6 +18,7 @@ from harness.config.compose import compose_sweep
 from harness.config.errors import ConfigError
 from harness.config.launches import launches
 from harness.config.validate import gpus_of
+from tests.helpers import shipped_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "recipes/recipe/multinode").glob("*.yaml"))
@@ -62,7 +63,7 @@ def test_a_single_node_key_is_refused() -> None:
 def _deployments(path: Path) -> dict[str, int]:
     """Each deployment of a shipped recipe and its GPUs, counted from the file's pools."""
     out: dict[str, int] = {}
-    for row in yaml.safe_load(path.read_text())["search_space"]:
+    for row in shipped_yaml(path)["search_space"]:
         gpus = sum(p["workers"] * p["tp"] * p.get("pp", 1) * p.get("pcp", 1)
                    for p in (row["prefill"], row["decode"]))
         out[row["deploy_recipe"]] = gpus
@@ -70,7 +71,7 @@ def _deployments(path: Path) -> dict[str, int]:
 
 
 def _compose(key: str, deployment: str | None):
-    model = yaml.safe_load((ROOT / f"recipes/recipe/multinode/{key}.yaml").read_text())
+    model = shipped_yaml(ROOT / f"recipes/recipe/multinode/{key}.yaml")
     name = model["defaults"][0]["override /model"]
     if not (ROOT / f"recipes/model/{name}.yaml").exists():
         pytest.skip(f"recipes/model/{name}.yaml not shipped yet (the models branch adds it)")
@@ -120,9 +121,9 @@ FIXTURE = ROOT / "tests/data/multinode_capture"
 def _rows_with_deployments(path: Path):
     """(row index, row, its deployment less the importer's role fields, those fields by role
     name), read from the roles or from a deployments/<key>.yaml sidecar."""
-    recipe = yaml.safe_load(path.read_text())
+    recipe = shipped_yaml(path)
     side = path.parent / "deployments" / path.name
-    extra = yaml.safe_load(side.read_text())["rows"] if side.exists() else {}
+    extra = shipped_yaml(side)["rows"] if side.exists() else {}
     for i, row in enumerate(recipe["search_space"]):
         if "deployment" in row:
             dep, inline = split_additions(row["deployment"])
@@ -186,7 +187,7 @@ def test_shipped_deployments_are_well_formed(path: Path) -> None:
 def test_the_import_report_names_every_row_not_captured() -> None:
     report = (ROOT / "recipes/recipe/multinode/IMPORT_REPORT.md").read_text()
     for path in SHIPPED:
-        n = len(yaml.safe_load(path.read_text())["search_space"])
+        n = len(shipped_yaml(path)["search_space"])
         got = sum(1 for _ in _rows_with_deployments(path))
         assert f"`{path.stem}` (" in report and f"{got}/{n} rows captured" in report, path.stem
     assert "mn-capture-" not in report and "/work/" not in report
