@@ -161,8 +161,9 @@ def run_job(sc: SweepConfig, run: RunDir, name: str, repo: Path,
     Every launch's acceptance plan is resolved before the first engine starts."""
     interrupts.restore()  # start-up is over: asyncio's clean Ctrl-C needs the default handler
     locate = where or (lambda key: f"the {key.split('.')[0]} recipe")
-    plans = [(launch, acceptance.resolve(launch.sc, bool(sc.engine.can_inject_acceptance),
-                                         locate("speculator.acceptance.mode")))
+    plans = [(launch, acceptance.resolve(
+        launch.sc, bool(sc.engine.can_inject_acceptance), locate("speculator.acceptance.mode"),
+        synthetic_text=workload_class(launch.sc.scenario.kind).synthetic_text))
              for launch in launches(sc)]
     written: list[PointRecord] = []
     for launch, plan in plans:
