@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.cli.main import main
@@ -47,8 +48,19 @@ def site(tmp_path_factory) -> Path:
     for p in (plain, spec):
         run.write_requests(p["point_id"], records(14, rng, False))
         run.append_point(p)
+    (run.root / "series").mkdir()
+    _host_series().to_parquet(run.root / "series" / f"{PLAIN}.parquet")
     assert main(["dashboard", str(run.root), "--out", str(root / "d.html")]) == 0
     return root
+
+
+def _host_series() -> pd.DataFrame:
+    """The host's CPU series as harness/telemetry/host.py series_rows writes them."""
+    rows = [{"t_s": float(t), "source": "host", "device": "", "name": name, "value": v}
+            for t in range(-2, 9)
+            for name, v in (("ours_cpu", 1.1), ("foreign_cpu", 0.2), ("foreign_procs_cpu", 0.15),
+                            ("kernel_cpu", 0.05), ("steal_share", 0.001))]
+    return pd.DataFrame(rows)
 
 
 def test_page_files_name_the_speculator_and_k(site: Path) -> None:
@@ -124,3 +136,31 @@ def test_validity_rows_read_in_the_bounds_unit_and_spell_out_counts(site: Path,
     assert rows["client queue delay"] == ("0.6689 ms", "<= 10 ms")
     assert rows["client stamp error"] == ("1.2 ms", "<= 1 ms")
     assert not any(o == b for o, b in rows.values()), rows  # no "0 0"
+
+
+def test_host_series_have_readable_labels_with_units(site: Path, browser) -> None:
+    tab = _open(browser, site / "d_points" / "ours" / f"{PLAIN}.html")
+    charts = tab.evaluate("""() => [...document.querySelectorAll('#series > div')].map(d => ({
+        title: d.layout.title.text, unit: d.layout.yaxis.title.text,
+        names: d.data.map(t => t.name)}))""")
+    tab.close()
+    by_title = {c["title"]: c for c in charts}
+    cpu, steal = by_title["Host CPU"], by_title["Host steal"]
+    assert cpu["unit"] == "cores (1 = one core busy)"
+    assert sorted(cpu["names"]) == ["everything else (cores)", "harness + engine (cores)",
+                                    "kernel threads (cores)", "other processes (cores)"]
+    assert steal["names"] == ["hypervisor steal (share of CPU time)"]
+    assert "Other series" not in by_title, charts  # no raw keys under "value"
+    names = [n for c in charts for n in c["names"]]
+    assert not any("_" in n for n in names), names
+
+
+def test_histogram_count_axes_tick_at_whole_requests(site: Path, browser) -> None:
+    tab = _open(browser, site / "d_points" / "ours" / f"{PLAIN}.html")
+    ticks = tab.evaluate("""() => [...document.querySelectorAll('#dists > div')].map(d =>
+        [...d.querySelectorAll('.yaxislayer-above .ytick text')].map(t => t.textContent))""")
+    tab.close()
+    assert len(ticks) == 4 and all(ticks), ticks
+    for axis in ticks:  # whole numbers, each once: no 0.5, 1.5 or a repeated "1"
+        assert all(re.fullmatch(r"\d+", t) for t in axis), ticks
+        assert len(set(axis)) == len(axis), ticks

@@ -100,6 +100,14 @@ function t0Min() {
   return t.length ? t[0] : 0;
 }
 
+// A histogram's count axis: whole requests, every one ticked while the tallest bar is short
+// (Plotly's own ticks would fall at 0.5, 1.5, 2.5 requests)
+function countAxis(counts) {
+  const top = Math.max(0, ...(counts || []));
+  return {title: {text: "requests"}, rangemode: "tozero", tickformat: "d",
+    ...(top <= 10 ? {dtick: 1} : {})};
+}
+
 function distributions() {
   const box = document.getElementById("dists");
   const names = {ttft: "TTFT (s)", tpot: "TPOT (s)", itl: "ITL per chunk (s)", e2el: "E2E latency (s)"};
@@ -113,7 +121,7 @@ function distributions() {
       {type: "scatter", mode: "lines", name: "CDF", x: d.cdf_x, y: d.cdf_y, yaxis: "y2",
        line: {color: "#d62728", shape: "hv"}},
     ], {title: TITLE(`${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}, p99 ${fmt(d.p99)}` : "")),
-        xaxis: {title: {text: label}}, yaxis: {title: {text: "requests"}},
+        xaxis: {title: {text: label}}, yaxis: countAxis(d.hist_y),
         // quartiles, not ticks aligned to the count axis' grid (0.211, 0.422, ...)
         yaxis2: {overlaying: "y", side: "right", range: [0, 1.02], tickmode: "array",
                  tickvals: [0, 0.25, 0.5, 0.75, 1], ticktext: ["0", "0.25", "0.5", "0.75", "1"],
@@ -214,7 +222,7 @@ function speculation() {
     box.appendChild(div);
     Plotly.newPlot(div, [{type: "bar", x: d.hist_x, y: d.hist_y, width: d.hist_width, marker: {color: "#2ca02c"}}],
       {title: TITLE(`${label}: n=${d.n}` + (d.n ? `, p50 ${fmt(d.p50)}` : "")),
-       xaxis: {title: {text: label}}, yaxis: {title: {text: "requests"}}, showlegend: false,
+       xaxis: {title: {text: label}}, yaxis: countAxis(d.hist_y), showlegend: false,
        margin: {t: 40, r: 20, b: 40, l: 50}}, CONFIG);
   }
 }

@@ -26,6 +26,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "power": ("Accelerator power", "W"),
     "util": ("Accelerator utilisation", "%"),
     "memory": ("Accelerator memory used", "MiB"),
+    "host_cpu": ("Host CPU", "cores (1 = one core busy)"),
+    "host_steal": ("Host steal", "share of CPU time (0-1)"),
     "other": ("Other series", "value"),
 }
 # name -> (family, label); names ending in _total not listed here are rated into "other"
@@ -49,6 +51,12 @@ NAMES: dict[str, tuple[str, str]] = {
     "power_w": ("power", "board power"),
     "util_pct": ("util", "utilisation"),
     "mem_used_mib": ("memory", "memory used"),
+    # the host's CPU over each interval (harness/telemetry/host.py series_rows)
+    "ours_cpu": ("host_cpu", "harness + engine (cores)"),
+    "foreign_cpu": ("host_cpu", "everything else (cores)"),
+    "foreign_procs_cpu": ("host_cpu", "other processes (cores)"),
+    "kernel_cpu": ("host_cpu", "kernel threads (cores)"),
+    "steal_share": ("host_steal", "hypervisor steal (share of CPU time)"),
 }
 
 
