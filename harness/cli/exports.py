@@ -42,6 +42,13 @@ def main(argv: list[str]) -> int:
     except ResultsWriteError as e:
         print(f"harness export: {e}", file=sys.stderr)
         return 4 if e.disk_fault else 2
+    if res.left_out and not (res.fixed + res.agentic):
+        # nothing to export: bad input for this command (README, exit codes), one line
+        print(f"harness export: every point of {a.run} is invalid ({len(res.left_out)}), so "
+              "nothing was exported; fix: see why in each point's invalid_reasons (`harness "
+              "dashboard` shows them), or pass --include-invalid to export them marked "
+              "_INVALID", file=sys.stderr)
+        return 2
     for w in res.warnings:
         print(f"harness export: warning: {w}", file=sys.stderr)
     print(f"exported {res.fixed + res.agentic} points ({res.fixed} fixed-sequence, "
@@ -51,5 +58,4 @@ def main(argv: list[str]) -> int:
               "them, marked):")
         for why in res.left_out:
             print(f"  {why}")
-    # Nothing exported because every point was invalid: not a success a script should miss.
-    return 1 if res.left_out and not (res.fixed + res.agentic) else 0
+    return 0

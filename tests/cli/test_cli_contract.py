@@ -162,3 +162,22 @@ def test_sweep_help_names_a_feature_with_overrides_the_sweep_accepts(feature) ->
     r = harness("sweep", *overrides, "--dry-run", timeout=300)
     assert r.returncode == 0, (line, r.stderr[-1000:])
     assert "the config composes and validates" in r.stdout + r.stderr
+
+
+def test_export_with_every_point_invalid_is_one_line_exit_2(tmp_path) -> None:
+    """Nothing to export is bad input for `harness export` (README, exit codes): one line
+    naming the run and the flag that exports the points anyway, nothing written."""
+    from harness.record.results import RunDir
+    from tests.publish.dashboard_fixtures import base_point
+
+    run = RunDir.open(tmp_path, "allbad")
+    for conc in (1, 2):
+        run.append_point(base_point(f"c{conc}-r0-bad", "fixed", conc, 100.0, 10.0,
+                                    valid=False, invalid_reasons=["client stamp error"]))
+    out = tmp_path / "out"
+    r = harness("export", "inferencex", str(run.root), "--out", str(out), timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    line, = r.stderr.splitlines()
+    assert line.startswith(f"harness export: every point of {run.root} is invalid (2)")
+    assert "fix: " in line and "--include-invalid" in line
+    assert r.stdout == "" and not out.exists()
