@@ -18,9 +18,11 @@ from harness.config.schema_catalog import (
     HelperProcess,
     KvOffloadConfig,
     PoolConfig,
+    SearchRow,
     SetupStep,
     SlurmLaunchConfig,
 )
+from harness.config.schema_speculator import SpeculatorConfig
 from harness.config.schema_stages import EvalConfig, LosslessConfig, SearchConfig, SloConfig
 
 
@@ -155,57 +157,6 @@ class EngineConfig:
     # search-space row's `deployment` for each launch)
     slurm: SlurmLaunchConfig = field(default_factory=SlurmLaunchConfig)
     launch: Deployment | None = None
-
-
-@dataclass
-class AcceptanceConfig:
-    """What acceptance a speculative point runs at (methodology.md §5)."""
-
-    mode: str = setting(
-        "auto", choices=("auto", "real", "injected"), fix="use auto, real or injected",
-        help="real acceptance, injected, or auto (injected where the engine can)")
-    length: float | None = setting(None, ge=1, fix="an acceptance length is >= 1",
-                                   help="explicit AL; null: looked up in the acceptance table")
-    # An injected point verifies when its realised AL lies in the interval the injected
-    # distribution allows at this two-sided confidence for the draws it made...
-    confidence: float = setting(0.999, gt=0, le=1, fix="e.g. 0.999 (two-sided)",
-                                help="an injected point's realised AL interval, two-sided")
-    # ...and it made at least this many independent draws (fewer is its own reason).
-    min_drafts: int = setting(200, ge=1, fix="e.g. 200",
-                              help="independent draws an injected point needs to verify")
-    # Which table rows a lookup may inject: published (golden curves first; never a local
-    # calibration), calibrated (harness calibrate's rows), or one row as file:line.
-    source: str = "published"
-    # An explicit length that is a published curve's value at another draft length: refuse
-    # (InferenceX's written fairness rule, golden_al_distribution/README.md@843c6254) or allow
-    # (what its four dsv4-fp4-gb200-dynamo-vllm-agentic-mtp* keys do: 2.49, the k=3 value, at k=2).
-    other_k: str = setting("refuse", choices=("refuse", "allow"), noun="value",
-                           fix="use refuse or allow",
-                           help="an explicit AL that is a curve's value at another k")
-
-
-@dataclass
-class SpeculatorConfig:
-    method: str = "none"  # none | ngram | draft_model | mtp | eagle3 | dspark | ...
-    k: int = setting(0, ge=0, le=64, help="draft length (speculative tokens per step)",
-                     fix="e.g. speculator.k=3")
-    draft_model: str | None = None  # draft_model / eagle3 / dspark: checkpoint of the drafter
-    # How drafts are sampled and verified, part of what an acceptance curve was measured with:
-    # greedy (vLLM's default draft_sample_method), probabilistic (draft_sample_method
-    # probabilistic) or probabilistic-block (that and rejection_sample_method block, the Kimi-K3
-    # DSpark golden curve of InferenceX golden_al_distribution/@843c6254).
-    sample_method: str = setting(
-        "greedy", choices=("greedy", "probabilistic", "probabilistic-block"),
-        help="how drafts are sampled and verified (keys the acceptance curve)")
-    ngram_min: int = setting(
-        2, ge=1, help="ngram: shortest match", fix="e.g. speculator.ngram_min=2")
-    ngram_max: int = setting(
-        4, ge=1, help="ngram: longest match", fix="e.g. speculator.ngram_max=4")
-    acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
-    # A speculative point whose engine metrics show no speculation (an attached server no
-    # known engine's metrics describe) is invalid; true keeps it valid with the label marked
-    # unverified on the point and its page (the user vouches for the label).
-    unverified_ok: bool = False
 
 
 @dataclass
@@ -352,44 +303,6 @@ class TopologyConfig:
     # Multi-node keys: the pools' shapes, recorded with the point (GPUs as prefill/decode_gpus)
     prefill: PoolConfig | None = None
     decode: PoolConfig | None = None
-
-
-@dataclass
-class SearchRow:
-    """One row of a catalog recipe's search space: a topology and the concurrencies it serves
-    (InferenceX `configs/*-master.yaml` search-space entries)."""
-
-    tp: int = 1
-    ep: int = 1
-    dp_attention: bool = False
-    pp: int = 1
-    concurrency: list[int] = field(default_factory=list)
-    speculator_k: int | None = None  # this row's draft length, when it differs from the recipe's
-    extra_args: list[str] = field(default_factory=list)  # appended to engine.extra_args
-    env: dict[str, str] = field(default_factory=dict)  # added to engine.env
-    # merged over engine.extra_options (TensorRT-LLM's YAML), key by key at every depth: the
-    # values an upstream script computes per job (cuda_graph_config.max_batch_size = CONC)
-    extra_options: dict[str, Any] = field(default_factory=dict)
-    pcp: int = 1  # prefill context parallel size (InferenceX pcp-size)
-    dcp: int = 1  # decode context parallel size (InferenceX dcp-size)
-    # speculation on this row: None = the recipe's speculator; false = off (InferenceX
-    # `spec-decoding: none` beside mtp rows of one key)
-    spec_decoding: bool | None = None
-    kv_offload: KvOffloadConfig | None = None  # replaces engine.kv_offload on this row
-    helpers: list[HelperProcess] | None = None  # replaces engine.helpers on this row
-    setup: list[SetupStep] | None = None  # replaces engine.setup on this row
-    files: dict[str, str] | None = None  # merged over engine.files on this row
-    port_offset: int | None = None  # replaces engine.port_offset (a router fronting this row)
-    correlation_headers: list[str] | None = None  # replaces scenario.correlation_headers
-    scenario: str | None = None  # the scenario this row belongs to; must be the recipe's
-    # Multi-node (attach) rows: the pools and the srt-slurm recipe that deploys them
-    prefill: PoolConfig | None = None
-    decode: PoolConfig | None = None
-    deploy_recipe: str | None = None  # e.g. recipes/trtllm/b200-fp4/8k1k/mtp/ctx1_gen1_...yaml
-    deployment: Deployment | None = None  # its per-role launch (engine=multinode)
-    # a multi-node row without `deployment`: why the importer did not capture it
-    # (recipes/recipe/multinode/IMPORT_REPORT.md), for the error engine=multinode gives
-    not_captured: str | None = None
 
 
 @dataclass

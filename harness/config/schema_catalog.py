@@ -146,3 +146,41 @@ class SlurmLaunchConfig:
     max_nodes: int = 0
     # Where a stand-in's file discovery lives (shared by every node); None: the launch dir
     discovery_dir: str | None = None
+
+
+@dataclass
+class SearchRow:
+    """One row of a catalog recipe's search space: a topology and the concurrencies it serves
+    (InferenceX `configs/*-master.yaml` search-space entries)."""
+
+    tp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    pp: int = 1
+    concurrency: list[int] = field(default_factory=list)
+    speculator_k: int | None = None  # this row's draft length, when it differs from the recipe's
+    extra_args: list[str] = field(default_factory=list)  # appended to engine.extra_args
+    env: dict[str, str] = field(default_factory=dict)  # added to engine.env
+    # merged over engine.extra_options (TensorRT-LLM's YAML), key by key at every depth: the
+    # values an upstream script computes per job (cuda_graph_config.max_batch_size = CONC)
+    extra_options: dict[str, Any] = field(default_factory=dict)
+    pcp: int = 1  # prefill context parallel size (InferenceX pcp-size)
+    dcp: int = 1  # decode context parallel size (InferenceX dcp-size)
+    # speculation on this row: None = the recipe's speculator; false = off (InferenceX
+    # `spec-decoding: none` beside mtp rows of one key)
+    spec_decoding: bool | None = None
+    kv_offload: KvOffloadConfig | None = None  # replaces engine.kv_offload on this row
+    helpers: list[HelperProcess] | None = None  # replaces engine.helpers on this row
+    setup: list[SetupStep] | None = None  # replaces engine.setup on this row
+    files: dict[str, str] | None = None  # merged over engine.files on this row
+    port_offset: int | None = None  # replaces engine.port_offset (a router fronting this row)
+    correlation_headers: list[str] | None = None  # replaces scenario.correlation_headers
+    scenario: str | None = None  # the scenario this row belongs to; must be the recipe's
+    # Multi-node (attach) rows: the pools and the srt-slurm recipe that deploys them
+    prefill: PoolConfig | None = None
+    decode: PoolConfig | None = None
+    deploy_recipe: str | None = None  # e.g. recipes/trtllm/b200-fp4/8k1k/mtp/ctx1_gen1_...yaml
+    deployment: Deployment | None = None  # its per-role launch (engine=multinode)
+    # a multi-node row without `deployment`: why the importer did not capture it
+    # (recipes/recipe/multinode/IMPORT_REPORT.md), for the error engine=multinode gives
+    not_captured: str | None = None
