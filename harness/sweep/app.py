@@ -72,9 +72,14 @@ def _keep_env_interpolations(node: Any) -> Any:
 
 
 def config_text(cfg: DictConfig) -> str:
-    """The resolved config as saved with the run: every interpolation resolved except those
-    that read the environment (a secret passed as ${oc.env:KEY} must never be written out)."""
-    raw = OmegaConf.to_container(cfg, resolve=False)
+    """The resolved config as saved with the run: every setting, the schema's defaults under
+    what the recipe and overrides set (recipes/sweep.yaml no longer restates them), every
+    interpolation resolved except those that read the environment (a secret passed as
+    ${oc.env:KEY} must never be written out)."""
+    from harness.config.schema import SweepConfig
+
+    defaults = OmegaConf.create(OmegaConf.to_container(OmegaConf.structured(SweepConfig)))
+    raw = OmegaConf.to_container(OmegaConf.merge(defaults, cfg), resolve=False)
     return OmegaConf.to_yaml(OmegaConf.create(_keep_env_interpolations(raw)), resolve=True)
 
 

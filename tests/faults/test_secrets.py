@@ -19,9 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 from harness.client.health import ClientHealth, HealthProbe
 from harness.client.streaming import ClientSettings, StreamingClient
+from harness.config.schema_bench import ClientConfig, ValidityConfig
 from harness.engines.process import EngineStartError
 from harness.engines.session import EngineSession
 from harness.records import RequestRecord, RequestSpec
@@ -214,3 +216,9 @@ def test_a_secret_interpolated_into_a_config_is_never_written_out(tmp_path) -> N
     assert b"s3cr3t-do-not-write" not in written
     configs = list((tmp_path / "s" / "configs").glob("*.yaml"))
     assert configs and "${oc.env:HARNESS_TEST_SECRET}" in configs[0].read_text()
+    # the saved config is the whole resolved config: the schema's defaults the recipes do not
+    # restate are written too (provenance), beside what the overrides set
+    saved = yaml.safe_load(configs[0].read_text())
+    assert saved["client"]["max_stamp_err_ms"] == ClientConfig.max_stamp_err_ms
+    assert saved["validity"]["host"] == ValidityConfig.host
+    assert saved["scenario"]["requests_per_conc"] == 1 and saved["concurrency"] == [1]
