@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.config.schema import SweepConfig
+from harness.config.schema import ScenarioConfig, SweepConfig
+from harness.config.schema_bench import ClientConfig, ValidityConfig
+from harness.config.schema_speculator import AcceptanceConfig
 from harness.record.workload_traits import built_in_traits
 
 
@@ -83,34 +85,37 @@ class ValiditySettings:
     """Every threshold a verdict uses."""
 
     max_failed_share: float = 0.05  # fixed 5% (InferenceX), agentic 10% (AgentX)
-    max_stamp_err_ms: float = 1.0  # the client's estimated p99 timestamp error
-    max_cpu_share: float = 0.95  # of one core, by the client
-    max_queue_delay_ms: float = 10.0  # client queueing, issue -> body on the socket, p99
-    max_stall_share: float = 0.01  # how far the client's worst stall could move p99 E2EL
+    # The defaults are the schema's (harness/config/schema*.py declares each setting once).
+    max_stamp_err_ms: float = ClientConfig.max_stamp_err_ms  # estimated p99 stamp error
+    max_cpu_share: float = ClientConfig.max_cpu_share  # of one core, by the client
+    max_queue_delay_ms: float = ClientConfig.max_queue_delay_ms  # issue -> socket, p99
+    max_stall_share: float = ClientConfig.max_stall_share  # worst stall's move of p99 E2EL
     min_measured_s: float = 0.0  # agentic: 900 (AgentX)
-    max_overflow_share: float = 0.01  # agentic: context overflows allowed
-    al_confidence: float = 0.999  # injected acceptance: two-sided confidence of the interval
-    al_min_drafts: float = 200  # ...and the fewest independent draws that can judge it
+    max_overflow_share: float = ScenarioConfig.max_overflow_share  # agentic: overflows allowed
+    # injected acceptance: two-sided confidence of the interval, and the fewest independent
+    # draws that can judge it
+    al_confidence: float = AcceptanceConfig.confidence
+    al_min_drafts: float = AcceptanceConfig.min_drafts
     # The host (harness.telemetry.host): "invalid" (a disturbed point is invalid), "warn" (kept,
     # marked `host_warning`), "off" (not judged). Bounds: CPU of processes outside the harness's
     # and the engine's trees, in cores averaged over the window (`host`, which also judges the
     # GPUs' clocks), and the hypervisor's steal as a share of CPU time (`steal`, its own mode).
     # Why these values: docs/host.md, "Foreign CPU and steal".
-    host: str = "invalid"
-    host_foreign_cpu_max: float = 0.2
-    steal: str = "invalid"
-    host_steal_max: float = 0.05
+    host: str = ValidityConfig.host
+    host_foreign_cpu_max: float = ValidityConfig.host_foreign_cpu_max
+    steal: str = ValidityConfig.steal
+    host_steal_max: float = ValidityConfig.host_steal_max
     # The fewest completed requests a point of each kind needs for the percentiles it reports
     # (harness.record.metrics.needed_for): fixed-sequence p90 (10), agentic p95 (AgentX's
     # aggregates, 20). "invalid" | "warn" (kept, marked `sample_warning`) | "off".
-    sample: str = "warn"
-    min_sample_fixed: int = 10
-    min_sample_agentic: int = 20
+    sample: str = ValidityConfig.sample
+    min_sample_fixed: int = ValidityConfig.min_sample_fixed
+    min_sample_agentic: int = ValidityConfig.min_sample_agentic
     # The engine's steadiness (harness.record.steadiness): the slowest tenth of a fixed point's
     # requests must decode at >= this share of the median rate. "invalid" | "warn" (kept,
     # marked `steady_warning`) | "off". Why 0.5: docs/host.md, "The engine's steadiness".
-    steady: str = "invalid"
-    steady_decile_min: float = 0.5
+    steady: str = ValidityConfig.steady
+    steady_decile_min: float = ValidityConfig.steady_decile_min
 
 
 def settings_for(sc: SweepConfig) -> ValiditySettings:

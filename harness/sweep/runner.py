@@ -250,6 +250,24 @@ def run_search(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loca
     return written
 
 
+def host_sampler(ctx: JobContext, eng: EngineSession) -> host_telemetry.HostSampler | None:
+    """The host from /proc, when validity judges it: ours = this process's tree (client
+    workers, the engine we launched), an engine on loopback we did not launch (the listener of
+    its port), and a deployment's local steps."""
+    if (ctx.validity.host == "off" and ctx.validity.steal == "off") \
+            or host_telemetry.available():
+        return None
+    hs = host_telemetry.HostSampler(ctx.sc.telemetry.period_s)
+    url = urllib.parse.urlsplit(eng.base_url)
+    if url.hostname in ("127.0.0.1", "localhost", "::1") and url.port:
+        for pid in host_telemetry.listening_pids(url.port):
+            hs.add_root(pid)
+    roots = getattr(eng, "process_roots", None)
+    for pid in (roots() if roots else ()):
+        hs.add_root(pid)
+    return hs
+
+
 def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir) -> PointRecord:
     """Measure one point; its requests, server samples, time series and power audit are on
     disk before its line. The samplers run beside the load; a failing one is a gap."""
@@ -260,17 +278,7 @@ def run_point(ctx: JobContext, eng: EngineSession, p: PlannedPoint, run: RunDir)
                     window_stop=prof.stop if prof else None)
     total = ctx.workload.expected_requests(p.level)
     gpu = ctx.telemetry.sampler(ctx.sc.telemetry.period_s)
-    # the host from /proc: ours = this process's tree (client workers, the engine we launched)
-    hs = (host_telemetry.HostSampler(ctx.sc.telemetry.period_s)
-          if (ctx.validity.host != "off" or ctx.validity.steal != "off")
-          and not host_telemetry.available() else None)
-    if hs is not None and (url := urllib.parse.urlsplit(eng.base_url)).hostname in (
-            "127.0.0.1", "localhost", "::1") and url.port:
-        for pid in host_telemetry.listening_pids(url.port):  # an engine we did not launch
-            hs.add_root(pid)
-    roots = getattr(eng, "process_roots", None)  # a deployment's local steps; the engine's
-    for pid in (roots() if hs is not None and roots else ()):
-        hs.add_root(pid)
+    hs = host_sampler(ctx, eng)
     desc = (f"rate {p.level.rate:g}/s" if p.level.rate is not None
             else f"conc {p.level.concurrency:>4}")
     roles_before = eng.role_metrics()  # a multi-node deployment's frontend and workers
