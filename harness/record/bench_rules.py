@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.record.steadiness import slow_text, steadiness_figures
 from harness.record.validity import Rule, ValiditySettings, _finite, _num, _pct
+from harness.record.workload_traits import WorkloadTraits
 from harness.records import RequestRecord
 
 _HOST_REMEDY = ("measure on a quiet host: stop the processes named in host_foreign_top (or "
@@ -100,19 +101,22 @@ def steady_facts(rules: Iterable[Rule]) -> dict[str, Any]:
     return {"steady_warning": seen[0]} if seen else {}
 
 
-def sample_rules(m: Mapping[str, Any], kind: str, s: ValiditySettings) -> list[Rule]:
-    """A point must hold the percentiles its kind reports: at least `min_sample_<kind>`
-    completed requests. With `validity.sample=warn` (the default) it passes and says so
-    (`sample_facts`); `invalid` fails the point."""
+def sample_rules(m: Mapping[str, Any], traits: WorkloadTraits,
+                 s: ValiditySettings) -> list[Rule]:
+    """A point must hold the percentiles its kind reports: at least `min_sample_agentic`
+    completed requests where the load is session trees, else `min_sample_fixed`. With
+    `validity.sample=warn` (the default) it passes and says so (`sample_facts`); `invalid`
+    fails the point."""
     if s.sample == "off":
         return []
     from harness.record.metrics import unheld_text
 
-    need = s.min_sample_agentic if kind == "agentic" else s.min_sample_fixed
+    need = s.min_sample_agentic if traits.has_sessions else s.min_sample_fixed
     n = int(m.get("num_completed") or 0)
     ok = n >= need
     unheld = unheld_text(m.get("stats_unheld") or {}, m.get("stats_sample") or {})
-    msg = (f"{n} completed requests: the {kind} point's percentiles need >= {need}"
+    msg = (f"{n} completed requests: the percentiles of a point of {traits.load_means} "
+           f"need >= {need}"
            + (f" ({'; '.join(unheld[:3])})" if unheld else ""))
     if not ok and s.sample == "warn":
         msg += " (kept: validity.sample=warn)"
@@ -137,18 +141,19 @@ def host_facts(rules: Iterable[Rule], s: ValiditySettings) -> dict[str, Any]:
     return {"host_warning": "; ".join(seen)} if seen else {}
 
 
-def bench_rules(f: Mapping[str, Any], m: Mapping[str, Any], kind: str,
+def bench_rules(f: Mapping[str, Any], m: Mapping[str, Any], traits: WorkloadTraits,
                 s: ValiditySettings, records: Sequence[RequestRecord] = (),
                 speculative: bool = False,
                 window_start: float | None = None) -> tuple[list[Rule], dict[str, Any]]:
     """The bench's rules on one point (host, GPU clocks, the engine's steadiness, sample size)
     and what the point carries from them (the steadiness figures, the marks a point kept under
     `warn` carries): `f` harness.telemetry.host.point_figures, `m` its metrics, `records` its
-    measured requests. Steadiness is judged on fixed-sequence points only: an agentic point's
-    requests differ in shape, so their decode rates differ by design."""
+    measured requests, `traits` its workload's. Steadiness is judged where every request has
+    the scenario's shape only: requests of different shapes decode at different rates by
+    design."""
     steady = (steadiness_figures(records, speculative, window_start)
-              if kind == "fixed" and s.steady != "off" else {})
+              if traits.fixed_shape and s.steady != "off" else {})
     rules = [*host_rules(f, s), *gpu_clock_rules(f, s), *steadiness_rules(steady, s),
-             *sample_rules(m, kind, s)]
+             *sample_rules(m, traits, s)]
     return rules, {**steady, **host_facts(rules, s), **steady_facts(rules),
                    **sample_facts(rules)}

@@ -171,7 +171,7 @@ def assemble(ctx: JobContext, identity: PointIdentity, meas: Measurement, engine
     observed: Mapping[str, Any] = {**m, **facts}
     pwr = power_facts(power, m)
     hf = dict(host_figures or {})  # harness.telemetry.host.point_figures
-    bench, marks = bench_rules(hf, m, ctx.sc.scenario.kind, ctx.validity, meas.measured.records,
+    bench, marks = bench_rules(hf, m, ctx.workload.traits(), ctx.validity, meas.measured.records,
                                ctx.sc.speculator.method != "none", meas.measured.start_ts)
     verdict = judge(
         bench,

@@ -161,7 +161,8 @@ def dry_run(checked: Checked, as_json: bool = False) -> str:
     runs = launches(sc)
     for launch in runs:
         acceptance.resolve(launch.sc, bool(sc.engine.can_inject_acceptance),
-                           where("speculator.acceptance.mode"))
+                           where("speculator.acceptance.mode"),
+                           synthetic_text=workload_class(launch.sc.scenario.kind).synthetic_text)
         adapter_class(launch.sc.engine.kind).check(launch.sc, where)
         if adapter_class(launch.sc.engine.kind).reads_workspace:
             check_workspace(launch.sc, where)

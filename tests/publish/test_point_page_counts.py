@@ -14,8 +14,11 @@ from harness.cli.main import main
 from harness.record.bench_rules import bench_rules
 from harness.record.results import RunDir
 from harness.record.validity import ValiditySettings
+from harness.record.workload_traits import built_in_traits
 from harness.records import PHASE_MEASURED
 from tests.publish.dashboard_fixtures import base_point, records
+
+FIXED = built_in_traits("fixed")
 
 
 def _text(page: Path) -> str:
@@ -37,7 +40,7 @@ def test_the_page_says_what_each_al_counts_and_where_the_engine_was_not_steady(
     rng = np.random.default_rng(3)
     recs = _slowed(records(14, rng, agentic=False))
     measured = [r for r in recs if r.phase == PHASE_MEASURED]
-    rules, facts = bench_rules({}, {"num_completed": 12}, "fixed", ValiditySettings(),
+    rules, facts = bench_rules({}, {"num_completed": 12}, FIXED, ValiditySettings(),
                                measured)
     assert any(r.name == "engine_steady" and not r.ok for r in rules)
     plain = base_point("c2-plain", "fixed", 2, 900.0, 50.0, valid=False, schema_version=2,
@@ -81,7 +84,7 @@ def test_the_page_says_what_each_al_counts_and_where_the_engine_was_not_steady(
 def test_the_unsteady_spans_are_shaded_on_the_charts_over_time(browser, tmp_path: Path) -> None:
     run = RunDir.open(tmp_path, "ours")
     recs = _slowed(records(14, np.random.default_rng(3), agentic=False))
-    rules, facts = bench_rules({}, {"num_completed": 12}, "fixed", ValiditySettings(),
+    rules, facts = bench_rules({}, {"num_completed": 12}, FIXED, ValiditySettings(),
                                [r for r in recs if r.phase == PHASE_MEASURED])
     p = base_point("c2-plain", "fixed", 2, 900.0, 50.0, valid=False, schema_version=2,
                    validity=[{"name": r.name, "ok": r.ok, "observed": r.observed,

@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from harness.record.metrics import GpuCount, point_metrics, throughput
+from harness.record.workload_traits import built_in_traits
 from harness.records import RequestRecord
+
+FIXED = built_in_traits("fixed")
+AGENTIC = built_in_traits("agentic")
 
 
 def _rec(send: float, chunks: list[float], completion: int, prompt: int = 100,
@@ -121,10 +125,10 @@ def test_the_sample_rule_per_point_kind() -> None:
 
     recs = [_rec(float(i), [i + 0.1, i + 0.2], completion=2) for i in range(12)]
     m = point_metrics(recs, duration_s=12.0, gpus=GpuCount(1))
-    assert judge(sample_rules(m, "fixed", ValiditySettings(sample="invalid"))).valid
-    strict = judge(sample_rules(m, "agentic", ValiditySettings(sample="invalid")))
+    assert judge(sample_rules(m, FIXED, ValiditySettings(sample="invalid"))).valid
+    strict = judge(sample_rules(m, AGENTIC, ValiditySettings(sample="invalid")))
     assert not strict.valid and ">= 20" in strict.reasons[0]
     assert "ttft p95 needs >= 20 values, has 12" in strict.reasons[0]
-    warned = sample_rules(m, "agentic", ValiditySettings())  # the default: warn
+    warned = sample_rules(m, AGENTIC, ValiditySettings())  # the default: warn
     assert judge(warned).valid and "kept" in sample_facts(warned)["sample_warning"]
-    assert sample_rules(m, "agentic", ValiditySettings(sample="off")) == []
+    assert sample_rules(m, AGENTIC, ValiditySettings(sample="off")) == []

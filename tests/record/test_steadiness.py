@@ -11,7 +11,11 @@ import pytest
 from harness.record.bench_rules import bench_rules, steadiness_rules
 from harness.record.steadiness import decode_rate, steadiness_figures
 from harness.record.validity import ValiditySettings, host_settings, judge
+from harness.record.workload_traits import built_in_traits
 from harness.records import PHASE_MEASURED, RequestRecord
+
+FIXED = built_in_traits("fixed")
+AGENTIC = built_in_traits("agentic")
 
 
 def _req(i: int, decode_s: float, start: float, tokens: int = 65,
@@ -34,10 +38,10 @@ def _closed_loop(decode_s: list[float]) -> list[RequestRecord]:
 def test_a_steady_point_passes_and_a_disturbed_one_names_its_slow_requests() -> None:
     # the plain point: 3 of 10 requests 3-5x slower while other processes ran
     steady = _closed_loop([0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.8, 0.78, 0.8, 0.81])
-    rules, facts = bench_rules({}, {"num_completed": 10}, "fixed", ValiditySettings(), steady)
+    rules, facts = bench_rules({}, {"num_completed": 10}, FIXED, ValiditySettings(), steady)
     assert judge(rules).valid and facts["decode_slow_ratio"] > 0.9
     disturbed = _closed_loop([0.8, 0.8, 3.2, 0.8, 2.4, 0.8, 4.0, 0.8, 0.8, 0.8])
-    rules, facts = bench_rules({}, {"num_completed": 10}, "fixed", ValiditySettings(),
+    rules, facts = bench_rules({}, {"num_completed": 10}, FIXED, ValiditySettings(),
                                disturbed)
     v = judge(rules)
     assert not v.valid and not v.fatal
@@ -54,7 +58,7 @@ def test_a_steady_point_passes_and_a_disturbed_one_names_its_slow_requests() -> 
 def test_modes_like_the_other_bench_rules(mode: str) -> None:
     s = ValiditySettings(steady=mode)
     disturbed = _closed_loop([0.8] * 9 + [4.0])
-    rules, facts = bench_rules({}, {"num_completed": 10}, "fixed", s, disturbed)
+    rules, facts = bench_rules({}, {"num_completed": 10}, FIXED, s, disturbed)
     names = [r.name for r in rules]
     if mode == "off":
         assert "engine_steady" not in names and "decode_slow_ratio" not in facts
@@ -91,9 +95,9 @@ def test_speculative_requests_are_judged_by_steps_not_tokens() -> None:
 
 def test_too_few_requests_or_a_varying_shape_are_not_judged() -> None:
     few = _closed_loop([0.8, 4.0, 0.8])
-    assert bench_rules({}, {}, "fixed", ValiditySettings(), few)[1].get("decode_judged") is None
+    assert bench_rules({}, {}, FIXED, ValiditySettings(), few)[1].get("decode_judged") is None
     agentic = _closed_loop([0.8] * 9 + [4.0])
-    rules, facts = bench_rules({}, {"num_completed": 10}, "agentic", ValiditySettings(),
+    rules, facts = bench_rules({}, {"num_completed": 10}, AGENTIC, ValiditySettings(),
                                agentic)
     assert "engine_steady" not in [r.name for r in rules] and "decode_slow_ratio" not in facts
     failed = _closed_loop([0.8] * 10)

@@ -17,7 +17,10 @@ import pytest
 
 from harness.record.bench_rules import bench_rules, host_facts, host_rules
 from harness.record.validity import ValiditySettings, judge
+from harness.record.workload_traits import built_in_traits
 from harness.telemetry import host
+
+FIXED = built_in_traits("fixed")
 
 pytestmark = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")
 
@@ -84,7 +87,7 @@ def test_a_busy_process_outside_our_trees_is_foreign_and_our_own_child_is_not(
     # ...and the rule, fed this window, calls the point disturbed and names the process.
     figures = host.point_figures(h, [], t0, t1)
     assert figures["host_foreign_cpu"] == f.foreign_cores
-    rules, marks = bench_rules(figures, {"num_completed": 10}, "fixed",
+    rules, marks = bench_rules(figures, {"num_completed": 10}, FIXED,
                                ValiditySettings(host_foreign_cpu_max=0.1))
     v = judge(rules)
     assert marks == {}
