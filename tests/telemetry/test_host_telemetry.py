@@ -158,26 +158,28 @@ def test_host_rules_modes(mode: str) -> None:
     assert judge(host_rules(quiet, s)).valid and host_facts(host_rules(quiet, s), s) == {}
 
 
-def test_invalid_is_the_default_and_steal_is_judged_apart() -> None:
+def test_foreign_cpu_is_invalid_by_default_and_steal_marked() -> None:
     from types import SimpleNamespace
 
     from harness.config.schema import ValidityConfig
     from harness.record.validity import host_settings
 
     s = ValiditySettings(**host_settings(SimpleNamespace(validity=ValidityConfig())))
-    assert (s.host, s.steal) == ("invalid", "invalid")
+    assert (s.host, s.steal) == ("invalid", "warn")
     figures = host.HostFigures(10.0, 10.0, foreign_cores=0.05, ours_cores=1.0,
                                steal_share=0.12).fields()
-    v = judge(host_rules(figures, s))
-    assert [r.name for r in v.failed] == ["host_steal"] and "12.0% of CPU time" in v.reasons[0]
-    # an oversubscribed VM keeps its points marked for steal, and still judges its neighbours
-    kept = ValiditySettings(**host_settings(SimpleNamespace(
-        validity=ValidityConfig(steal="warn"))))
-    rules = host_rules(figures, kept)
+    # the default keeps a point the hypervisor took 12% from, marked, and fails a neighbour's
+    rules = host_rules(figures, s)
     assert judge(rules).valid
-    assert "kept: validity.steal=warn" in host_facts(rules, kept)["host_warning"]
+    assert "kept: validity.steal=warn" in host_facts(rules, s)["host_warning"]
+    assert "12.0% of CPU time" in host_facts(rules, s)["host_warning"]
     neighbour = {**figures, "host_foreign_cpu": 0.9}
-    assert [r.name for r in judge(host_rules(neighbour, kept)).failed] == ["host_foreign_cpu"]
+    assert [r.name for r in judge(host_rules(neighbour, s)).failed] == ["host_foreign_cpu"]
+    # steal=invalid fails it, naming the share
+    strict = ValiditySettings(**host_settings(SimpleNamespace(
+        validity=ValidityConfig(steal="invalid"))))
+    v = judge(host_rules(figures, strict))
+    assert [r.name for r in v.failed] == ["host_steal"] and "12.0% of CPU time" in v.reasons[0]
     assert [r.name for r in host_rules(figures, ValiditySettings(steal="off"))] == [
         "host_foreign_cpu"]
 
