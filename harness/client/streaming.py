@@ -60,8 +60,8 @@ class ClientSettings:
     # ...or stalled long enough to move p99 E2EL/TPOT by more than this share.
     max_stall_share: float = 0.01
     workers: int = 1  # client processes a point's load is split over (harness.client.workers)
-    # What reads the stream: "httptools" (our protocol and llhttp, h1_stream), or "aiohttp"
-    transport: str = "httptools"
+    # What reads the stream: "aiohttp", or "httptools" (our protocol and llhttp, h1_conn)
+    transport: str = "aiohttp"
     # httptools only: "compiled" (its steady read in C, where harness.client._fastread is
     # built; else the Python read) or "python" (docs/client.md "The compiled read")
     read_path: str = "compiled"

@@ -38,12 +38,13 @@ class ClientConfig:
         "scheduler", choices=("scheduler", "lanes"), noun="split",
         fix="use scheduler (the default) or lanes (docs/replay.md)",
         help="agentic lanes over workers > 1: one scheduler, or the lanes split")
-    # What reads the measured stream: httptools (our own protocol over llhttp,
-    # harness/client/h1_stream.py: 75-84% of a do-nothing reader's rate at 64-256 streams
-    # where aiohttp read 52-53%), or aiohttp; both hold the same fault tests (docs/client.md
-    # "Transports").
-    transport: str = setting("httptools", choices=("aiohttp", "httptools"),
-                             fix="use httptools (the default) or aiohttp (docs/client.md)",
+    # What reads the measured stream: aiohttp, or httptools (our own protocol over llhttp,
+    # harness/client/h1_conn.py: 75-84% of a do-nothing reader's rate at 64-256 streams where
+    # aiohttp read 52-53%; both hold the same fault tests). aiohttp stays the default: on the
+    # embedded engine's concurrency-1 point httptools's stamp error p99 read 0.9-1.3 ms against
+    # aiohttp's 0.3-0.7 ms, over the 1 ms bound (docs/client.md "Transports").
+    transport: str = setting("aiohttp", choices=("aiohttp", "httptools"),
+                             fix="use aiohttp (the default) or httptools (docs/client.md)",
                              help="what reads the measured stream")
     # httptools only: "compiled" (the steady read in C where harness.client._fastread is built,
     # else the Python read; provenance's versions say which) | "python" (docs/client.md "The
