@@ -32,12 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # name -> the overrides that set it (beside the recipe's own defaults)
 SETTINGS: dict[str, list[str]] = {
-    "default": [],  # whatever recipes/engine/llamacpp.yaml says now
-    # libgomp's own wait (no OMP_WAIT_POLICY: spin up to 300,000 rounds at every barrier)
-    "libgomp": ["~engine.env.OMP_WAIT_POLICY"],
-    "passive": ["engine.env.OMP_WAIT_POLICY=PASSIVE"],  # sleep at once at a barrier
-    # spin briefly, then sleep
-    "spin1k": ["~engine.env.OMP_WAIT_POLICY", "+engine.env.GOMP_SPINCOUNT=1000"],
+    # whatever recipes/engine/llamacpp.yaml says now: libgomp's own wait (no OMP_WAIT_POLICY:
+    # spin up to 300,000 rounds at every barrier)
+    "default": [],
+    "passive": ["+engine.env.OMP_WAIT_POLICY=PASSIVE"],  # sleep at once at a barrier
+    "spin1k": ["+engine.env.GOMP_SPINCOUNT=1000"],  # spin briefly, then sleep
     "t1": ["engine.threads=1", "engine.cpu_affinity=false"],  # one compute thread, unpinned
 }
 
@@ -113,7 +112,7 @@ def e2el(row: dict, timeout_s: float) -> tuple[float, bool]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--settings", nargs="+", choices=sorted(SETTINGS),
-                    default=["default", "libgomp", "t1"])
+                    default=["default", "spin1k", "passive"])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--requests", type=int, default=4)
     ap.add_argument("--timeout-s", type=float, default=10.0, help="client.timeout_s")
