@@ -1,5 +1,6 @@
-"""The host rule through the CLI, with its default settings: a point measured while a busy loop
-outside the harness's and the engine's trees runs beside it is invalid by `host_foreign_cpu`,
+"""The host rule through the CLI, judging (validity.host=invalid): a point measured while a
+busy loop outside the harness's and the engine's trees runs beside it is invalid by
+`host_foreign_cpu`,
 named with the loop's pid; the same point on a quiet host is not failed by any host rule.
 
 The engine is the scripted server, started by this test (not by the harness): the harness finds
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 # ~12 requests of 64 tokens at 8 ms a token: a window of ~7 s, fourteen host readings
 POINT = ["concurrency=[1]", "scenario.requests_per_conc=12", "scenario.warmup_per_conc=1",
-         "telemetry.period_s=0.5"]
+         "telemetry.period_s=0.5", "validity.host=invalid"]
 HOST_RULES = {"host_foreign_cpu", "host_steal"}
 
 
@@ -67,7 +68,8 @@ def test_a_neighbour_makes_the_point_invalid_by_the_host_rule_and_a_quiet_one_is
     reason = next(r for r in disturbed["invalid_reasons"] if "other processes used" in r)
     assert f"pid {busy}" in reason
     assert disturbed["host_foreign_cpu"] > 0.5  # one loop takes most of a core of two
-    assert "host_warning" not in disturbed
+    # not kept under a mark for its neighbour (a steal burst, marked by default, may be)
+    assert "validity.host=warn" not in disturbed.get("host_warning", "")
     # quiet: the engine's CPU (the scripted server, found by its port) is not foreign
     assert quiet["host_covered_s"] > 0
     assert not failed_rules(quiet) & HOST_RULES, quiet["invalid_reasons"]

@@ -35,7 +35,7 @@ def test_a_thermal_slowdown_in_the_window_is_marked(tmp_path: Path, monkeypatch)
     assert f["gpu_throttled_share"] == 1.0 and f["gpu_power_capped_share"] == 1.0
     assert f["gpu_throttle_reasons"] == ["hw_thermal_slowdown"]
     assert f["gpu_throttled_devices"] == ["0", "1"] and f["gpu_sm_clock_min_mhz"] == 1410
-    v = judge(gpu_clock_rules(f, ValiditySettings()))
+    v = judge(gpu_clock_rules(f, ValiditySettings(host="invalid")))  # judging the clocks
     assert not v.valid and "hw_thermal_slowdown" in v.reasons[0]
     warn = ValiditySettings(host="warn")
     rules = gpu_clock_rules(f, warn)

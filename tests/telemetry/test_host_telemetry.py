@@ -88,7 +88,7 @@ def test_a_busy_process_outside_our_trees_is_foreign_and_our_own_child_is_not(
     figures = host.point_figures(h, [], t0, t1)
     assert figures["host_foreign_cpu"] == f.foreign_cores
     rules, marks = bench_rules(figures, {"num_completed": 10}, FIXED,
-                               ValiditySettings(host_foreign_cpu_max=0.1))
+                               ValiditySettings(host="invalid", host_foreign_cpu_max=0.1))
     v = judge(rules)
     assert marks == {}
     assert not v.valid and "host_foreign_cpu" in {r.name for r in v.failed}
@@ -158,14 +158,15 @@ def test_host_rules_modes(mode: str) -> None:
     assert judge(host_rules(quiet, s)).valid and host_facts(host_rules(quiet, s), s) == {}
 
 
-def test_foreign_cpu_is_invalid_by_default_and_steal_marked() -> None:
+def test_host_and_steal_are_marked_by_default_and_invalid_fails() -> None:
     from types import SimpleNamespace
 
     from harness.config.schema import ValidityConfig
     from harness.record.validity import host_settings
 
-    s = ValiditySettings(**host_settings(SimpleNamespace(validity=ValidityConfig())))
-    assert (s.host, s.steal) == ("invalid", "warn")
+    assert (ValidityConfig.host, ValidityConfig.steal) == ("warn", "warn")
+    s = ValiditySettings(**host_settings(SimpleNamespace(validity=ValidityConfig(
+        host="invalid"))))
     figures = host.HostFigures(10.0, 10.0, foreign_cores=0.05, ours_cores=1.0,
                                steal_share=0.12).fields()
     # the default keeps a point the hypervisor took 12% from, marked, and fails a neighbour's
