@@ -104,12 +104,11 @@ CONTAINER_HUB_CACHE = "/root/.cache/huggingface/hub"
 UNCACHED = "<not in the HF cache>"
 
 
-def engine_hub_cache(sc: Any) -> tuple[Path, str]:
-    """(the host directory of the HF cache the engine reads, that directory's path as the
-    engine sees it)."""
+def engine_hub_path(sc: Any) -> str:
+    """The HF hub cache (hub_cache() on the host) as the engine sees it."""
     if sc.engine.image and sc.engine.container_runtime == "docker":
-        return hub_cache(), CONTAINER_HUB_CACHE
-    return hub_cache(), str(hub_cache())
+        return CONTAINER_HUB_CACHE
+    return str(hub_cache())
 
 
 def snapshot_revision(hub: Path, repo: str) -> str | None:
@@ -128,9 +127,8 @@ def model_dir(sc: Any, checkpoint: str) -> str:
     is UNCACHED, and check_hub_access stops the sweep before any launch."""
     if _local(checkpoint):
         return checkpoint
-    host, inside = engine_hub_cache(sc)
-    rev = snapshot_revision(host, checkpoint) or UNCACHED
-    return f"{inside}/models--{checkpoint.replace('/', '--')}/snapshots/{rev}"
+    rev = snapshot_revision(hub_cache(), checkpoint) or UNCACHED
+    return f"{engine_hub_path(sc)}/models--{checkpoint.replace('/', '--')}/snapshots/{rev}"
 
 
 def _local(source: str) -> bool:
@@ -191,7 +189,7 @@ def check_hub_access(sc: Any) -> None:
         fixes.append(fix)
     if names_model_dir(sc):
         checkpoint = hub_sources(sc)[-1][1] if hub_sources(sc) else ""
-        host, _ = engine_hub_cache(sc)
+        host = hub_cache()
         if checkpoint and not _local(checkpoint) and snapshot_revision(host, checkpoint) is None:
             problems.append(f"the command reads files inside the checkpoint {checkpoint} "
                             "({model_dir}), whose snapshot (refs/main) is not in the HF cache "
