@@ -74,6 +74,20 @@ class InstancePlacement:
 
 
 @dataclass
+class ContainerOptions:
+    """How upstream starts a role's container beyond its image and environment: the options
+    of upstream's own `docker run` (benchmarks/multi_node/amd_utils/job.slurm@843c6254) or
+    `srun --container-*` (pyxis). Devices and mounts typed, the rest as upstream's flags."""
+
+    runtime: str = "docker"  # the runtime upstream's flags are for: docker | pyxis
+    devices: list[str] = field(default_factory=list)  # --device values, host[:container[:rwm]]
+    # host:container[:ro]; a host side may be a placeholder ({model}, {launch_dir})
+    mounts: list[str] = field(default_factory=list)
+    # every other flag as upstream passes it, e.g. ["--privileged", "--ipc", "host"]
+    options: list[str] = field(default_factory=list)
+
+
+@dataclass
 class RoleLaunch:
     """One role of a multi-node deployment as upstream launches it (docs/multinode.md): its
     argv, environment and files with placeholders the launcher fills per instance and node
@@ -105,6 +119,9 @@ class RoleLaunch:
     # instance's nodes, argv run by every task), srun_options {name: value}
     srun: dict[str, Any] = field(default_factory=dict)
     image: str | None = None  # this role's image, when not the deployment's
+    # upstream's container options (docker run's devices, mounts, flags): applied where
+    # engine.slurm.container_runtime is docker; None: upstream sets none beyond the image
+    container: ContainerOptions | None = None
 
 
 @dataclass
