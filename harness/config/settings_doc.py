@@ -11,8 +11,10 @@ hand; the generated region sits between the two marker comments.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sys
-from collections.abc import Iterator
+import textwrap
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,7 @@ def _default(value: Any) -> str:
 def sections() -> Iterator[tuple[str, list[tuple[str, dataclasses.Field, Setting]]]]:
     """(section title, its declared settings) in the order the sweep lists its nodes."""
     top = [(f.name, f, s) for f in dataclasses.fields(SweepConfig) if (s := setting_of(f))]
-    yield "sweep (top level)", top
+    yield TOP, top
     for node, schema in SCHEMA_OF_NODE.items():
         rows = list(declared(schema, node + "."))
         if rows:
@@ -61,14 +63,94 @@ def settings_tables() -> str:
     return "\n".join(out).rstrip("\n")
 
 
-def settings_help() -> str:
-    """The same settings as plain text for `harness sweep --help`: one line each,
-    `key = default  allowed  help`."""
-    rows = [(key, _default(default_of(f)).strip("`"),
-             s.allowed().replace("\\|", "|").replace("`", "") + (" or inf" if s.inf_ok else ""),
-             s.help) for _, group in sections() for key, f, s in group]
-    width = max(len(f"{k} = {d}") for k, d, _, _ in rows)
-    return "\n".join(f"  {f'{k} = {d}':<{width}}  {a:<22} {h}".rstrip() for k, d, a, h in rows)
+def plain(value: Any) -> str:
+    """A value as a command-line override spells it, cut to one short column."""
+    if value is MISSING or value == MISSING:
+        text = "???"
+    elif value is None:
+        text = "null"
+    elif isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, (list, tuple)):
+        text = "[" + ", ".join(plain(v) for v in value) + "]"
+    elif isinstance(value, dict):
+        text = "{" + ", ".join(f"{k}: {plain(v)}" for k, v in value.items()) + "}"
+    elif dataclasses.is_dataclass(value):
+        text = plain(dataclasses.asdict(value))
+    else:
+        text = str(value)
+    return text if len(text) <= VALUE_WIDTH else text[:VALUE_WIDTH - 3] + "..."
+
+
+VALUE_WIDTH = 40  # a list of rows or a long command is cut: the resolved config has it whole
+
+
+def _lookup(values: Mapping[str, Any], key: str) -> Any:
+    node: Any = values
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
+_ABSENT = object()
+
+
+def help_width() -> int:
+    """The terminal's width, kept between 80 and 120 columns (100 off a terminal)."""
+    return max(80, min(shutil.get_terminal_size((100, 24)).columns, 120))
+
+
+def settings_help(values: Mapping[str, Any] | None = None, width: int | None = None) -> str:
+    """The settings as plain text for `harness sweep --help`, by section, one line each:
+    `name = value (default D)   help; range or choices`, the help wrapped in its column.
+    `values`: the composed config, unresolved (an interpolation shows as written); without
+    it, or for a key it lacks, the field's default. The default is shown where it differs."""
+    width = width or help_width()
+    out: list[str] = []
+    for title, rows in sections():
+        prefix = "" if title == TOP else title + "."
+        lefts, helps = [], []
+        for key, f, s in rows:
+            default = default_of(f)
+            value = default if values is None else _lookup(values, key)
+            value = default if value is _ABSENT else value
+            left = f"  {key.removeprefix(prefix)} = {plain(value)}"
+            if not _same(value, default):
+                left += f" (default {plain(default) if default != MISSING else 'required'})"
+            lefts.append(left)
+            helps.append(s.help + _allowed_text(s))
+        col = min(max(len(left) for left in lefts) + 2, LEFT_MAX)
+        out.append(f"{title}:")
+        for left, text in zip(lefts, helps, strict=True):
+            lines = textwrap.wrap(text, max(width - col, 30), break_long_words=False,
+                                  break_on_hyphens=False) or [""]
+            if len(left) + 2 > col:
+                out.append(left)
+            else:
+                out.append(f"{left:<{col}}{lines.pop(0)}".rstrip())
+            out += [" " * col + line for line in lines]
+    return "\n".join(out)
+
+
+TOP = "sweep (top level)"
+LEFT_MAX = 38  # a longer `name = value` puts its help on the next line
+
+
+def _allowed_text(s: Setting) -> str:
+    """`; range: [0, 1]`, `; one of: a | b`, or nothing."""
+    allowed = s.allowed().replace("\\|", "|").replace("`", "")
+    if not allowed:
+        return ""
+    return f"; {'one of' if s.choices else 'range'}: {allowed}{' or inf' if s.inf_ok else ''}"
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # a value that cannot be compared shows as different
+        return False
 
 
 def splice(page: str) -> str:

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.config.errors import ConfigError
 from harness.config.groups import group_listing
 from harness.config.locations import repo_root
+from harness.config.settings_doc import settings_help
 from harness.config.validate import Locator, to_sweep_config
 from harness.engines.base import EngineConfigError
 from harness.engines.process import EngineStartError
@@ -27,8 +28,20 @@ from harness.sweep import interrupts, precheck
 from harness.workloads.traces.model import TraceError
 
 log = logging.getLogger("harness")
+
+
+def settings_listing(*, _root_: DictConfig) -> str:
+    """Every setting of the composed config for the help template: its value as composed
+    (interpolations as written: a secret read from the environment is never shown), default,
+    range or choices and help, read from the schemas' fields. `$` is doubled because Hydra
+    runs the template through string.Template after OmegaConf resolves it."""
+    values = OmegaConf.to_container(_root_, resolve=False, throw_on_missing=False)
+    return settings_help(values).replace("$", "$$")  # type: ignore[arg-type]
+
+
 # used by the help template in recipes/sweep.yaml
 OmegaConf.register_new_resolver("harness_groups", group_listing, replace=True)
+OmegaConf.register_new_resolver("harness_settings", settings_listing, replace=True)
 # The run this process is writing (for the Ctrl-C message of `harness sweep`), once known.
 current_run: tuple[RunDir, str] | None = None
 
@@ -214,5 +227,14 @@ def main(argv: list[str]) -> None:
                 raise SystemExit(2) from None
             return
         _note_before(checked.sc.results_dir, checked.sc.run_id)
-    sys.argv = ["harness sweep", *precheck.searchpath_merged(argv)]
+    sys.argv = ["harness sweep", *_overrides_together(precheck.searchpath_merged(argv))]
     sweep()
+
+
+def _overrides_together(args: list[str]) -> list[str]:
+    """The appended `hydra.searchpath=` moved beside the user's first override: Hydra's
+    argparse takes its overrides as one run of positionals, so `engine=vllm --help` followed
+    by it would be refused as unrecognized arguments."""
+    *rest, searchpath = args
+    first = next((i for i, a in enumerate(rest) if "=" in a and not a.startswith("-")), len(rest))
+    return [*rest[:first], searchpath, *rest[first:]]

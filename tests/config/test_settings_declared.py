@@ -14,6 +14,7 @@ from harness.config.fields import Setting, declared, default_of, nested_schema, 
 from harness.config.locations import repo_root
 from harness.config.schema import SCHEMA_OF_NODE, SweepConfig
 from harness.config.settings_doc import BEGIN, END, page_path, settings_help, splice
+from tests.config.settings_listing import parse_listing
 from tests.config.test_config_errors import _compose, validated
 
 
@@ -79,13 +80,24 @@ def test_docs_settings_tables_are_the_fields() -> None:
 
 
 def test_help_text_lists_every_declared_setting_with_its_bound() -> None:
-    lines = settings_help().splitlines()
+    text = settings_help(width=80)
+    listed = parse_listing(text)
     for key, s in _declared():
-        line = next((ln for ln in lines if ln.split()[0] == key), None)
-        assert line is not None, key
-        assert s.help in line and (not s.choices or " | ".join(s.choices) in line), line
-    assert any(ln.split()[:3] == ["client.max_stamp_err_ms", "=", "1.0"] and "> 0" in ln
-               for ln in lines)
+        assert key in listed, key
+        _, help_ = listed[key]
+        assert help_.startswith(s.help), (key, help_)
+        assert not s.choices or f"one of: {' | '.join(s.choices)}" in help_, (key, help_)
+    assert listed["client.max_stamp_err_ms"] == ("1.0", listed["client.max_stamp_err_ms"][1])
+    assert listed["client.max_stamp_err_ms"][1].endswith("; range: > 0")
+    assert listed["scenario.idle_cap_s"][1].endswith("; range: >= 0 or inf")
+    assert max(map(len, text.splitlines())) <= 80, "the help wraps at the width"
+
+
+def test_help_text_shows_the_composed_value_and_the_default_where_it_differs() -> None:
+    listed = parse_listing(settings_help({"client": {"timeout_s": 60}, "repeats": 1}))
+    assert listed["client.timeout_s"][0] == "60 (default 3600.0)"
+    assert listed["repeats"][0] == "1"  # the default: not repeated
+    assert listed["client.workers"][0] == "1"  # absent from the values: the default
 
 
 def _restated(node: dict, schema: type, prefix: str = "") -> list[str]:
