@@ -34,7 +34,8 @@ from harness.client.h1_stream import H1Streams, Reply
 from harness.client.health import ClientHealth, HealthProbe
 from harness.client.inflight import InflightAccount
 from harness.client.refusal import ERROR_BODY_BYTES, needs_body, read_some, refusal
-from harness.client.sse import DEFAULT_MAX_EVENT_BYTES, StreamAccumulator
+from harness.client.sse import StreamAccumulator
+from harness.config.schema_bench import ClientConfig
 from harness.records import RequestRecord, RequestSpec
 
 STALL_ERROR = "stalled: no data"
@@ -43,28 +44,30 @@ T = TypeVar("T")
 
 @dataclass(slots=True)
 class ClientSettings:
+    """What the client is told; the client.* defaults are the schema's (harness/config/
+    schema_bench.py declares each setting once, with its help), so a client built without a
+    config behaves as the default sweep's. schema_bench imports no OmegaConf: a worker process
+    stays light."""
+
     base_url: str
-    timeout_s: float = 3600.0
-    connect_timeout_s: float = 30.0
-    stall_timeout_s: float = 600.0  # no byte for this long on a stream: the request fails
-    api_key_env: str | None = None  # name of the environment variable holding the key
+    timeout_s: float = ClientConfig.timeout_s
+    connect_timeout_s: float = 30.0  # not a setting: connection set-up within the timeout
+    stall_timeout_s: float = ClientConfig.stall_timeout_s  # no byte this long: the request fails
+    api_key_env: str | None = None  # engine.api_key_env: the variable holding the key
     keep_alive: bool = True  # False: a new connection per request (servers that close anyway)
-    strict_sse: bool = False
-    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES  # one SSE event larger fails the request
-    # The client is a bottleneck when its estimated p99 timestamp error exceeds this...
-    max_stamp_err_ms: float = 1.0
-    # ...or when it used more than this share of a core...
-    max_cpu_share: float = 0.95
-    # ...or held requests longer than this between issue and body-on-socket (p99)...
-    max_queue_delay_ms: float = 10.0
-    # ...or stalled long enough to move p99 E2EL/TPOT by more than this share.
-    max_stall_share: float = 0.01
-    workers: int = 1  # client processes a point's load is split over (harness.client.workers)
-    # What reads the stream: "aiohttp", or "httptools" (our protocol and llhttp, h1_conn)
-    transport: str = "aiohttp"
-    # httptools only: "compiled" (its steady read in C, where harness.client._fastread is
-    # built; else the Python read) or "python" (docs/client.md "The compiled read")
-    read_path: str = "compiled"
+    strict_sse: bool = ClientConfig.strict_sse
+    max_event_bytes: int = ClientConfig.max_event_bytes  # one SSE event larger fails the request
+    # The client is a bottleneck when its estimated p99 timestamp error exceeds this, it used
+    # more than max_cpu_share of a core, held requests longer than max_queue_delay_ms between
+    # issue and body-on-socket (p99), or stalled long enough to move p99 E2EL/TPOT by more
+    # than max_stall_share.
+    max_stamp_err_ms: float = ClientConfig.max_stamp_err_ms
+    max_cpu_share: float = ClientConfig.max_cpu_share
+    max_queue_delay_ms: float = ClientConfig.max_queue_delay_ms
+    max_stall_share: float = ClientConfig.max_stall_share
+    workers: int = ClientConfig.workers  # client processes (harness.client.workers)
+    transport: str = ClientConfig.transport  # aiohttp | httptools (h1_conn)
+    read_path: str = ClientConfig.read_path  # httptools: compiled | python
 
 
 @dataclass(slots=True, repr=False)
