@@ -93,14 +93,23 @@ class ChipConfig:
 
 @dataclass
 class EngineConfig:
-    kind: str = MISSING  # llamacpp | vllm | sglang | trtllm | atom | endpoint | multinode
-    version: str | None = None  # expected version (recorded; the running one is read back)
-    image: str | None = None  # container image (docker, or enroot/pyxis under Slurm)
-    container_runtime: str = "docker"  # docker | pyxis (srun --container-image)
-    speculators: list[str] = field(default_factory=list)  # methods this engine can run
-    can_inject_acceptance: bool = False
-    extra_args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
+    kind: str = setting(
+        MISSING, help="the engine adapter: llamacpp, vllm, sglang, trtllm, atom, endpoint, "
+        "multinode (harness/engines/registry.py)")
+    version: str | None = setting(
+        None, help="the engine version expected (recorded; the running one is read back)")
+    image: str | None = setting(
+        None, help="container image the engine runs in (docker; enroot/pyxis under Slurm)")
+    container_runtime: str = setting(
+        "docker", help="how the image runs: docker, or pyxis (srun --container-image)")
+    speculators: list[str] = field(default_factory=list, metadata=about(
+        "speculator methods this engine can run (others are refused)"))
+    can_inject_acceptance: bool = setting(
+        False, help="the engine can force an acceptance rate (injected acceptance)")
+    extra_args: list[str] = field(default_factory=list, metadata=about(
+        "arguments appended to the engine's command"))
+    env: dict[str, str] = field(default_factory=dict, metadata=about(
+        "environment variables set for the engine's process"))
     startup_timeout_s: float = setting(
         900.0, gt=0, help="seconds a launched server has to become ready",
         fix="e.g. engine.startup_timeout_s=900")
@@ -112,59 +121,79 @@ class EngineConfig:
                                   "for all cores")
     # CPU engines: pin the engine to its cores and the client to the rest (disjoint), where the
     # OS allows it; false: threads only, both free to run anywhere.
-    cpu_affinity: bool = True
+    cpu_affinity: bool = setting(
+        True, help="CPU engines: pin the engine to its cores and the client to the rest")
     # CPU engines: the engine process's niceness (Unix; 0-19 lowers its priority): the client
     # wakes ahead of the engine's spinning threads on shared cores. None: not changed.
     nice: int | None = setting(
         None, ge=0, le=19, help="CPU engines: the engine process's niceness",
         fix="a niceness 0-19 that lowers the engine's priority (raising it needs "
                                "privileges), or null for the harness's own")
-    url: str | None = None  # endpoint: an OpenAI-compatible server that is already running
-    api_key_env: str | None = None  # endpoint: environment variable holding the API key
+    url: str | None = setting(
+        None, help="endpoint: base URL of an OpenAI-compatible server already running")
+    api_key_env: str | None = setting(
+        None, help="endpoint: the environment variable holding the API key (never the key)")
     # endpoint: the engine behind the URL, for its metrics names and path (vllm, sglang,
     # trtllm, atom, llamacpp); None = recognised from the names its /metrics shows
-    family: str | None = None
-    python: str | None = None  # interpreter that runs the engine (None = this one)
+    family: str | None = setting(
+        None, help="endpoint: the engine behind the URL, for its /metrics names (vllm, sglang, "
+        "trtllm, atom, llamacpp); null: recognised from them")
+    python: str | None = setting(None, help="interpreter that runs the engine; null: this one")
     # An InferenceX checkout, mounted read-only at /workspace where upstream runs its scripts:
     # catalog commands that read its files (chat templates, patch scripts) need it
     # (harness/engines/workspace.py). None: nothing mounted.
-    workspace: str | None = None
+    workspace: str | None = setting(
+        None, help="an InferenceX checkout mounted read-only at /workspace; null: none")
     # The server command as the upstream script runs it (InferenceX catalog recipes): argv
     # with {model} {port} {host} {tp} {ep} {pp} {dp} {conc} {isl} {osl} {max_model_len}
     # placeholders, used instead of the adapter's own flags; the adapter adds only what
     # measurement needs (its metrics, injected acceptance). Empty: the adapter's flags.
-    argv_template: list[str] = field(default_factory=list)
-    host: str = "127.0.0.1"  # address a launched server binds (0.0.0.0: clients elsewhere)
+    argv_template: list[str] = field(default_factory=list, metadata=about(
+        "the server command as upstream runs it, with {model} {port} ... placeholders, "
+        "instead of the adapter's flags; []: the adapter's"))
+    host: str = setting(
+        "127.0.0.1", help="address a launched server binds (0.0.0.0: clients elsewhere)")
     # The engine's own profiler around each point's measured window (/start_profile and
     # /stop_profile; vLLM, SGLang and ATOM; docs/slo.md). Traces go to <run>/profiles/<point>.
-    profile: bool = False
+    profile: bool = setting(
+        False, help="the engine's profiler around each point's measured window (vLLM, SGLang, "
+        "ATOM; traces in <run>/profiles/<point>)")
     # Empty the engine's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
     # /flush_cache); engines without such an endpoint refuse it.
-    reset_cache_before_point: bool = False
+    reset_cache_before_point: bool = setting(
+        False, help="empty the engine's prefix cache before each point (vLLM, SGLang)")
     # TensorRT-LLM: the extra-options YAML as the upstream script writes it (merged over the
     # adapter's own options; with argv_template, used as it is plus the metrics keys)
-    extra_options: dict[str, Any] = field(default_factory=dict)
-    # The engine binds the job's port + this: 1 when a router fronts it on the job's port
-    # (InferenceX agentic DP-attention rows: router on PORT, engine on PORT+1).
-    port_offset: int = 0
+    extra_options: dict[str, Any] = field(default_factory=dict, metadata=about(
+        "TensorRT-LLM: the extra-options YAML, merged over the adapter's own options"))
+    # InferenceX agentic DP-attention rows: router on PORT, engine on PORT+1
+    port_offset: int = setting(
+        0, help="the engine binds the job's port + this (1 when a router fronts it)")
     kv_offload: KvOffloadConfig = field(default_factory=KvOffloadConfig)
-    helpers: list[HelperProcess] = field(default_factory=list)
-    setup: list[SetupStep] = field(default_factory=list)
+    helpers: list[HelperProcess] = field(default_factory=list, metadata=about(
+        "processes started with the engine: a router in front of it, a KV store daemon"))
+    setup: list[SetupStep] = field(default_factory=list, metadata=about(
+        "steps (argv lists) run inside the image before the server: installs, patches"))
     # Files the launch writes before the server starts, as upstream's script writes them
     # (Mooncake's store config): path under the container's /workspace, only results/ (the
     # launch dir's results/, mounted there: harness/engines/workspace.py) -> text with the
     # argv placeholders ({port+N}, {host}, {tp}; literal braces doubled)
-    files: dict[str, str] = field(default_factory=dict)
-    # endpoint: where the engine's own /metrics is when engine.url is a router in front of it
-    # (InferenceX's agentic DP rows scrape the engine behind the router too); None: engine.url
-    metrics_url: str | None = None
-    # endpoint: the deployment behind engine.url, when the recipe names several (a multi-node
-    # key's srt-slurm recipe path, a row's `deploy_recipe`): only that row is measured
-    deployment: str | None = None
+    files: dict[str, str] = field(default_factory=dict, metadata=about(
+        "files written before the server starts: path under /workspace/results -> text"))
+    # InferenceX's agentic DP rows scrape the engine behind the router too
+    metrics_url: str | None = setting(
+        None, help="endpoint: the engine's own /metrics when engine.url is a router in front "
+        "of it; null: engine.url")
+    # a multi-node key's srt-slurm recipe path, a row's `deploy_recipe`
+    deployment: str | None = setting(
+        None, help="endpoint: the deployment behind engine.url when the recipe names several: "
+        "only its row is measured")
     # multinode: how the deployment runs on Slurm, and the row's captured launch (set from the
     # search-space row's `deployment` for each launch)
     slurm: SlurmLaunchConfig = field(default_factory=SlurmLaunchConfig)
-    launch: Deployment | None = None
+    launch: Deployment | None = field(default=None, metadata=about(
+        "multinode: the launch captured from upstream (set per launch from the row's "
+        "`deployment`)"))
 
 
 @dataclass
