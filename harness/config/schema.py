@@ -201,27 +201,34 @@ class DatasetConfig:
     """A trace corpus published as a Hugging Face dataset (the AgentX corpus), streamed through
     `datasets` (docs/corpus.md). Set `id` or `local_dir`; both: the local copy of that id."""
 
-    id: str | None = None  # e.g. semianalysisai/cc-traces-weka-062126 (Hub dataset id)
-    revision: str | None = None  # a commit, tag or branch (refs/convert/parquet: the Parquet)
-    split: str = "train"
-    local_dir: str | None = None  # a local copy (traces.jsonl or Parquet); relative to the repo
-    data_files: list[str] = field(default_factory=list)  # globs inside the copy; [] = detected
-    cache_dir: str | None = None  # Hub cache for `id`; None = Hugging Face's default
+    id: str | None = setting(
+        None, help="Hub dataset id of the corpus, e.g. semianalysisai/cc-traces-weka-062126")
+    revision: str | None = setting(
+        None, help="the dataset's commit, tag or branch (refs/convert/parquet: the Parquet)")
+    split: str = setting("train", help="the dataset split read")
+    local_dir: str | None = setting(
+        None, help="a local copy (traces.jsonl or Parquet), relative to the repository")
+    data_files: list[str] = field(default_factory=list, metadata=about(
+        "globs of the files inside the copy; []: detected"))
+    cache_dir: str | None = setting(None, help="Hub cache for `id`; null: Hugging Face's")
     max_entries: int = setting(0, ge=0, fix="0 = every trace; AgentX uses 393",
                                help="the first N eligible traces (AgentX: 393); 0: all")
     max_context_tokens: int = setting(0, ge=0, fix="0 = no limit; e.g. 262144",
                                       help="drop traces whose longest in+out exceeds this; 0: keep")
-    strict: bool = True  # AIPerf's WekaTrace schema: unknown fields and missing ones are errors
+    strict: bool = setting(
+        True, help="AIPerf's WekaTrace schema: unknown and missing fields are errors; false: "
+        "unknown fields ignored")
 
 
 @dataclass
 class ScenarioConfig:
-    name: str = MISSING
-    kind: str = MISSING  # fixed | agentic
-    # fixed-sequence
-    isl: int = 0
-    osl: int = 0
-    range_ratio: float = 0.8  # each request's ISL/OSL uniform in [ratio*L, L]
+    name: str = setting(MISSING, help="scenario id used in results, e.g. fixed-1k1k")
+    kind: str = setting(
+        MISSING, help="workload kind: fixed, agentic, ... (harness/workloads/registry.py)")
+    isl: int = setting(0, help="fixed: input tokens per request, the longest (range_ratio)")
+    osl: int = setting(0, help="fixed: output tokens per request, the longest (range_ratio)")
+    range_ratio: float = setting(
+        0.8, help="fixed: each request's ISL and OSL uniform in [ratio x L, L]")
     requests_per_conc: int = setting(
         10, ge=1, le=10_000, help="measured requests = this x concurrency",
         fix="e.g. scenario.requests_per_conc=10")
@@ -231,25 +238,36 @@ class ScenarioConfig:
     api: str = setting(
         "completions", choices=("completions", "chat"), fix="use completions or chat",
         help="/v1/completions or /v1/chat/completions")
-    chat_template: bool | None = None  # None: on when a speculator runs (real acceptance)
+    chat_template: bool | None = setting(
+        None, help="fixed: prompts through the chat template; null: on when a speculator runs")
     # inferencex: consecutive token ids from a random offset, as InferenceX's random dataset
     # (default); filtered: random draws from a vocabulary that re-tokenizes exactly on servers
     # whose tokenizer differs from Hugging Face's (llama.cpp)
-    prompts: str = "inferencex"
+    prompts: str = setting(
+        "inferencex", help="fixed prompts: inferencex (random ids, as InferenceX) or filtered "
+        "(re-tokenize exactly: llama.cpp)")
     # first: the warmup requests are copies of the first prompt (InferenceX); distinct: each
     # its own prompt
-    warmup_prompts: str = "first"
-    sampling: dict[str, Any] = field(default_factory=dict)  # extra sampling fields per request
+    warmup_prompts: str = setting(
+        "first", help="warmup requests: first (copies of the first prompt, InferenceX) or "
+        "distinct")
+    sampling: dict[str, Any] = field(default_factory=dict, metadata=about(
+        "sampling fields sent with every request, e.g. {temperature: 0.7}"))
     # Give every request its own sampling `seed` (derived from the run seed): reproducible
     # sampling, and reproducible forced acceptance (engines draw the accept uniforms per request).
-    seed_requests: bool = False
+    seed_requests: bool = setting(
+        False, help="every request its own sampling seed from the run's: reproducible sampling")
     min_success: float = setting(0.95, ge=0, le=1, fix="a share in [0, 1], e.g. 0.95",
                                  help="a point with a smaller share of successes is invalid")
     # agentic trace replay
-    trace_files: list[str] = field(default_factory=list)  # relative to the repository root
-    trace_format: str | None = None  # weka | mooncake | azure; None = from the file
+    trace_files: list[str] = field(default_factory=list, metadata=about(
+        "agentic: trace files replayed, relative to the repository"))
+    trace_format: str | None = setting(
+        None, help="the traces' format: weka, mooncake or azure; null: recognised from the file")
     dataset: DatasetConfig = field(default_factory=DatasetConfig)  # or a corpus by name
-    fit_mode: str = "none"  # none | cap | scale
+    fit_mode: str = setting(
+        "none", help="traces past the model's context: none, cap (drop, fit_cap_tokens) or "
+        "scale (fit_factor)")
     fit_factor: int = setting(1, ge=1, help="scale: divide token counts and block size by this",
                               fix="1 keeps the trace; e.g. fit_factor=4 divides by 4")
     fit_cap_tokens: int = setting(0, ge=0, help="cap: drop requests with in + out above this",
@@ -272,13 +290,22 @@ class ScenarioConfig:
         300.0, ge=0, inf_ok=True, fix="e.g. scenario.tree_cap_s=300, or inf for no cap",
         help="one session tree idle this long: its timers move forward")
     # upstream's rules by default; the others name this harness's earlier ones (docs/settings.md)
-    start_seed: str = "trace_lane"  # trace_lane | trace: the seed of each lane's t*
-    recycle: str = "shared"  # shared | per_lane: which trace a lane plays after its tree
-    subagent_start: str = "branch_start"  # branch_start | spawn_end: a sub-agent's first send
-    request_style: str = "aiperf"  # aiperf | harness: agentic request fields and headers
-    session_affinity: str = "stream"  # stream | tree: the X-Session-Affinity key
-    # headers that also carry each request's X-Correlation-ID (X-Session-ID, X-SMG-Routing-Key)
-    correlation_headers: list[str] = field(default_factory=list)  # none: upstream's default
+    start_seed: str = setting(
+        "trace_lane", help="agentic: the seed of each lane's t*: trace_lane (AIPerf's) or trace")
+    recycle: str = setting(
+        "shared", help="agentic: the trace a lane plays after its tree: shared (AIPerf's "
+        "sequence) or per_lane")
+    subagent_start: str = setting(
+        "branch_start", help="agentic: a sub-agent's first send: branch_start (AIPerf's) or "
+        "spawn_end")
+    request_style: str = setting(
+        "aiperf", help="agentic request fields and headers: aiperf, or harness (temperature 0, "
+        "max_tokens, no session headers)")
+    session_affinity: str = setting(
+        "stream", help="the X-Session-Affinity key: stream (its own id) or tree (the root's)")
+    correlation_headers: list[str] = field(default_factory=list, metadata=about(
+        "headers that also carry each request's X-Correlation-ID: X-Session-ID, "
+        "X-SMG-Routing-Key, X-Dynamo-Session-ID; []: none, as upstream"))
     warmup_requests_per_lane: int = setting(
         10, ge=0, le=10_000, fix="e.g. scenario.warmup_requests_per_lane=10",
         help="one-token requests advancing each lane after primers")
@@ -289,15 +316,24 @@ class ScenarioConfig:
     start_max_ratio: float = setting(
         0.75, ge=0, le=1, fix="a share in [0, 1], e.g. 0.75",
         help="a lane's start point t*: highest share of its tree's span")
-    join_rule: str = "tiered"  # tiered | next_turn: which parent turn waits for a sub-agent
-    pacing: str = "end_to_start"  # end_to_start | think_time | start_to_start
-    split_chains: bool = True  # an agent's parallel request chains replay concurrently
-    primer_start: str = "spread"  # spread | burst: when each lane's primers go
-    measured_window: str = "requests"  # requests (AgentX) | deadline: the throughput window
+    join_rule: str = setting(
+        "tiered", help="agentic: the parent turn that waits for a sub-agent: tiered or next_turn")
+    pacing: str = setting(
+        "end_to_start", help="agentic: the gap before a turn: end_to_start (AIPerf's), "
+        "think_time or start_to_start")
+    split_chains: bool = setting(
+        True, help="agentic: an agent's parallel request chains replay as concurrent streams")
+    primer_start: str = setting(
+        "spread", help="agentic: when each lane's primers go: spread (AIPerf's) or burst")
+    measured_window: str = setting(
+        "requests", help="agentic throughput window: requests (first send to last end, AgentX) "
+        "or deadline")
     # first_turn_prefix: AIPerf's "[rid:...]" marker before the first user message of every
     # request of a session tree (upstream); per_block: every block salted per session (no
     # sharing between sessions, system prefix included); none: no marker (docs/settings.md)
-    cache_bust: str = "first_turn_prefix"
+    cache_bust: str = setting(
+        "first_turn_prefix", help="agentic cache-bust marker: first_turn_prefix (AIPerf's), "
+        "per_block or none")
     # timestamped replay: the recorded arrival times divided by this (x the point's load level)
     speedup: float = setting(
         1.0, gt=0, help="timestamped replay: recorded arrival times divided by this",
@@ -308,13 +344,15 @@ class ScenarioConfig:
     arrival: str = setting(
         "closed", choices=("closed", "poisson", "gamma", "constant"),
         help="closed loop (C in flight) or open-loop arrivals at each request_rate")
-    request_rate: list[float] = field(default_factory=list)  # open loop: one point per rate
-    burstiness: float = 1.0  # gamma's shape: 1 = Poisson, < 1 burstier, > 1 more even (vLLM)
-    # open loop: at most this many requests in flight (vLLM's --max-concurrency); 0 = no cap
-    max_inflight: int = 0
-    # open loop: measured requests per point; 0 = requests_per_conc x ceil(rate), warmup alike
-    num_requests: int = 0
-    description: str = ""
+    request_rate: list[float] = field(default_factory=list, metadata=about(
+        "open loop: request rates (req/s), one point each"))
+    burstiness: float = setting(
+        1.0, help="gamma arrivals' shape: 1 = Poisson, < 1 burstier, > 1 more even (vLLM)")
+    max_inflight: int = setting(
+        0, help="open loop: most requests in flight (vLLM's --max-concurrency); 0: no cap")
+    num_requests: int = setting(
+        0, help="open loop: measured requests per point; 0: requests_per_conc x ceil(rate)")
+    description: str = setting("", help="one line on the scenario (recorded, not used)")
 
 
 @dataclass
@@ -338,8 +376,10 @@ class TopologyConfig:
     decode_gpus: int = setting(0, ge=0, help="GPUs of the decode pool (0: aggregated)",
                                fix="0 = aggregated serving")
     # Multi-node keys: the pools' shapes, recorded with the point (GPUs as prefill/decode_gpus)
-    prefill: PoolConfig | None = None
-    decode: PoolConfig | None = None
+    prefill: PoolConfig | None = field(default=None, metadata=about(
+        "multi-node: the prefill pool's shape (recorded with the point)"))
+    decode: PoolConfig | None = field(default=None, metadata=about(
+        "multi-node: the decode pool's shape (recorded with the point)"))
 
 
 @dataclass
@@ -362,7 +402,8 @@ class SweepConfig:
         None, help="reasoning mode (acceptance lookups); null: the model's")
     # one point per entry, all on one server launch; in [1, 4096], each once
     # (validate.check_concurrency)
-    concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
+    concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8], metadata=about(
+        "load levels: one point per entry, all on one server launch"))
     # at most 100: a typo must not build prompts for minutes before anything is measured
     repeats: int = setting(1, ge=1, le=100, help="measure every point this many times",
                            fix="e.g. repeats=3 (the gate's t-test needs 2 or more)")
@@ -370,21 +411,22 @@ class SweepConfig:
         None, ge=0, le=2**63 - 1,
         help="prompt seed; null: drawn per run (two runs never share prompts)",
         fix="give a non-negative integer, or seed=null to draw one")
-    run_id: str = MISSING
+    run_id: str = setting(
+        MISSING, help="the run's directory under results_dir; an existing run resumes")
     results_dir: str = setting("results", help="where run directories go")
     fresh: bool = setting(False, help="redo points already complete in the run directory")
     # A catalog recipe's rows: each a topology with its concurrencies, one launch each (empty:
     # the sweep's own topology and concurrency list).
-    search_space: list[SearchRow] = field(default_factory=list)
-    # Of each row's concurrencies, only these (a key's smaller loads, say); empty: every one.
+    search_space: list[SearchRow] = field(default_factory=list, metadata=about(
+        "a catalog recipe's rows: a topology and its concurrencies each, one launch each"))
     # A row left with none is not launched.
-    row_concurrency: list[int] = field(default_factory=list)
-    # Start the engine afresh for every concurrency value, as InferenceX's jobs do (one job per
-    # concurrency); false: one launch serves every concurrency of a topology.
-    relaunch_per_concurrency: bool = False
-    # Where a named recipe comes from (an upstream catalog key, its path and commit), recorded
-    # with the resolved config.
-    recipe_source: str = ""
+    row_concurrency: list[int] = field(default_factory=list, metadata=about(
+        "of each row's concurrencies, only these; []: every one"))
+    relaunch_per_concurrency: bool = setting(
+        False, help="start the engine afresh for every concurrency, as InferenceX's jobs; "
+        "false: one launch per topology")
+    recipe_source: str = setting(
+        "", help="where a named recipe comes from: upstream key, path, commit (recorded)")
 
     def effective_thinking(self) -> bool | None:
         """The recipe's thinking mode, else the model's default."""
