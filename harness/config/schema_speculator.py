@@ -27,7 +27,9 @@ class AcceptanceConfig:
                               help="independent draws an injected point needs to verify")
     # Which table rows a lookup may inject: published (golden curves first; never a local
     # calibration), calibrated (harness calibrate's rows), or one row as file:line.
-    source: str = "published"
+    source: str = setting(
+        "published", help="rows a lookup may inject: published (golden curves first), "
+        "calibrated, or one row as file:line")
     # An explicit length that is a published curve's value at another draft length: refuse
     # (InferenceX's written fairness rule, golden_al_distribution/README.md@843c6254) or allow
     # (what its four dsv4-fp4-gb200-dynamo-vllm-agentic-mtp* keys do: 2.49, the k=3 value, at k=2).
@@ -38,10 +40,12 @@ class AcceptanceConfig:
 
 @dataclass
 class SpeculatorConfig:
-    method: str = "none"  # none | ngram | draft_model | mtp | eagle3 | dspark | ...
+    method: str = setting(
+        "none", help="speculative decoding: none, ngram, draft_model, mtp, eagle3, dspark, ...")
     k: int = setting(0, ge=0, le=64, help="draft length (speculative tokens per step)",
                      fix="e.g. speculator.k=3")
-    draft_model: str | None = None  # draft_model / eagle3 / dspark: checkpoint of the drafter
+    draft_model: str | None = setting(
+        None, help="draft_model, eagle3, dspark: the drafter's checkpoint (keys the curve)")
     # How drafts are sampled and verified, part of what an acceptance curve was measured with:
     # greedy (vLLM's default draft_sample_method), probabilistic (draft_sample_method
     # probabilistic) or probabilistic-block (that and rejection_sample_method block, the Kimi-K3
@@ -57,4 +61,6 @@ class SpeculatorConfig:
     # A speculative point whose engine metrics show no speculation (an attached server no
     # known engine's metrics describe) is invalid; true keeps it valid with the label marked
     # unverified on the point and its page (the user vouches for the label).
-    unverified_ok: bool = False
+    unverified_ok: bool = setting(
+        False, help="keep a speculative point valid when the engine's metrics cannot show "
+        "speculation (marked unverified)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.config.fields import setting
+from harness.config.fields import about, setting
 
 
 @dataclass
@@ -29,7 +29,8 @@ class SearchConfig:
                         help="grid: every listed load; slo: the highest load meeting criteria")
     # statistic -> bound: p99_ttft_ms, p90_tpot_ms, median_e2el_ms (at most), goodput_share,
     # p50_intvty (at least). Every one must hold for a load to pass.
-    criteria: dict[str, float] = field(default_factory=dict)
+    criteria: dict[str, float] = field(default_factory=dict, metadata=about(
+        "statistic -> bound every passing load meets, e.g. {p99_ttft_ms: 500}"))
     # 0 < lo < hi, resolution > 0, confirm >= 0: harness/config/validate_slo.py
     lo: float = setting(1, help="lowest load of the search (concurrency, or rate open loop)")
     hi: float = setting(64, help="highest load of the search")
@@ -43,8 +44,10 @@ class EvalConfig:
     docs/evals.md). InferenceX's settings (benchmarks/benchmark_lib.sh run_lm_eval) where
     a value is null."""
 
-    tasks: list[str] = field(default_factory=list)  # gsm8k | gpqa_diamond | swebench_lite
-    data_dir: str | None = None  # local copy (relative to the repo); null: the Hub
+    tasks: list[str] = field(default_factory=list, metadata=about(
+        "accuracy evals after the job's points: gsm8k, gpqa_diamond, swebench_lite"))
+    data_dir: str | None = setting(
+        None, help="a local copy of the eval data, relative to the repository; null: the Hub")
     limit: int | None = setting(None, ge=1, fix="e.g. eval.limit=50, or null for the whole split",
                                 help="the first N documents (EVAL_LIMIT); null: the whole split")
     num_fewshot: int | None = setting(None, ge=0, le=64, fix="e.g. eval.num_fewshot=5",
@@ -58,7 +61,8 @@ class EvalConfig:
                                        help="null: max_length - 4096, or half of it (upstream)")
     timeout_s: float = setting(1800.0, gt=0, fix="e.g. eval.timeout_s=1800",
                                help="seconds per request (upstream's timeout=1800)")
-    system_instruction: str | None = None  # none upstream
+    system_instruction: str | None = setting(
+        None, help="system prompt of every eval request; null: none (as upstream)")
 
 
 @dataclass
@@ -74,7 +78,8 @@ class LosslessConfig:
                            help="GSM8K questions from the shipped slice, chat template")
     max_tokens: int = setting(48, ge=1, le=4096, fix="e.g. lossless.max_tokens=48",
                               help="tokens generated per prompt")
-    temperatures: list[float] = field(default_factory=lambda: [0.0])
+    temperatures: list[float] = field(default_factory=lambda: [0.0], metadata=about(
+        "temperatures compared: 0 checks token identity, above 0 the distributions"))
     samples: int = setting(24, ge=2, le=10_000, fix="e.g. lossless.samples=24",
                            help="continuations per prompt and side above temperature 0")
     positions: int = setting(8, ge=1, le=4096, fix="e.g. lossless.positions=8",
@@ -84,7 +89,8 @@ class LosslessConfig:
     # T=0 with requests in flight and not a clean identity (the control did not repeat
     # itself, or the speculator diverged): compare again one request at a time, where
     # batching cannot move the numerics; false leaves the batched verdict alone
-    serial_retry: bool = True
+    serial_retry: bool = setting(
+        True, help="T=0, batched and not a clean identity: compare again one request at a time")
     # T=0: a divergence where the reference preferred its own token by at most this many nats
     # (from its top logprobs) is a near-tie that floating-point differences flip (a batched
     # verify pass against one-token decoding; measured here up to 0.12 nats, docs/evals.md);
