@@ -75,9 +75,16 @@ def failed_rules(point: dict) -> set[str]:
     return {r["name"] for r in point.get("validity") or () if not r["ok"]}
 
 
-def assert_valid_unless_the_client_flagged_itself(point: dict) -> None:
+# The host rule (harness.record.bench_rules): a neighbour's load through the window.
+HOST_RULES = {"host_foreign_cpu", "host_steal"}
+
+
+def assert_valid_unless_the_instrument_flagged(point: dict) -> None:
+    """The point is valid, or failed only by the rules on the measurement itself (the client's
+    self-check, the host's load): the harness refusing to vouch for a disturbed point is right,
+    and a test of what the point holds must not fail on what the machine did beside it."""
     assert point["status"] == "ok", point["invalid_reasons"]
-    assert failed_rules(point) <= CLIENT_RULES, point["invalid_reasons"]
+    assert failed_rules(point) <= CLIENT_RULES | HOST_RULES, point["invalid_reasons"]
 
 
 @asynccontextmanager

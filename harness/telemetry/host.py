@@ -148,6 +148,31 @@ def descendants(procs: Iterable[ProcTimes], roots: Iterable[int]) -> set[int]:
     return seen
 
 
+def ancestors(pid: int, proc: Path = PROC) -> set[int]:
+    """The pids above `pid`, its parent first, up to init (read once: they outlive it)."""
+    out: set[int] = set()
+    while pid > 1 and len(out) < 64:
+        try:
+            p = parse_stat(pid, Path(proc, str(pid), "stat").read_text())
+        except (OSError, ValueError):
+            break
+        if p is None or p.ppid in out:
+            break
+        pid = p.ppid
+        out.add(pid)
+    return out
+
+
+def _lineage(pid: int, comm: str, procs: dict[int, ProcTimes], harness_ancestors: set[int]
+             ) -> str:
+    """How a busy foreign process is named: its comm, and where it hangs (an ancestor of the
+    harness, or its parent's comm and pid) so the one to stop can be found after it ended."""
+    if pid in harness_ancestors:
+        return f"{comm}, an ancestor of the harness"
+    parent = procs.get(procs[pid].ppid) if pid in procs else None
+    return f"{comm}, child of {parent.comm} {parent.pid}" if parent else comm
+
+
 def listening_pids(port: int, proc: Path = PROC) -> set[int]:
     """The processes holding a socket that listens on TCP `port` (IPv4 or IPv6): an engine
     this host serves that the harness did not launch (attached on loopback, in a container),
@@ -197,6 +222,9 @@ class HostSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="telemetry-host", daemon=True)
         self._prev: tuple[float, CpuTimes, dict[tuple[int, int], ProcTimes]] | None = None
+        # The harness's own ancestors (its shell, make, a test runner): foreign, but named as
+        # such, so a busy parent is told from a neighbour when a point is marked.
+        self._ancestors = ancestors(os.getpid(), proc)
 
     def add_root(self, pid: int) -> None:
         self.roots.add(pid)
@@ -241,10 +269,12 @@ class HostSampler:
                 procs_s += d
                 foreign.append((p.pid, p.comm, d))
         foreign.sort(key=lambda x: -x[2])
+        procs_by_pid = {p.pid: p for p in procs}
+        top = tuple((pid, _lineage(pid, comm, procs_by_pid, self._ancestors), s)
+                    for pid, comm, s in foreign[:TOP_N])
         self.readings.append(HostReading(
             t0, t, cpu.busy - cpu0.busy, cpu.irq - cpu0.irq, cpu.steal - cpu0.steal,
-            cpu.total - cpu0.total,
-            ours_s, procs_s, kernel_s, tuple(foreign[:TOP_N])))
+            cpu.total - cpu0.total, ours_s, procs_s, kernel_s, top))
 
     def _run(self) -> None:
         while not self._stop.is_set():

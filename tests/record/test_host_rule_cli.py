@@ -20,14 +20,13 @@ import pytest
 
 from harness.record.results import read_points
 from harness.testing.spawn import spawn_server
-from tests.helpers import failed_rules, harness
+from tests.helpers import HOST_RULES, failed_rules, harness
 
 pytestmark = pytest.mark.slow
 
 # ~12 requests of 64 tokens at 8 ms a token: a window of ~7 s, fourteen host readings
 POINT = ["concurrency=[1]", "scenario.requests_per_conc=12", "scenario.warmup_per_conc=1",
-         "telemetry.period_s=0.5", "validity.host=invalid"]
-HOST_RULES = {"host_foreign_cpu", "host_steal"}
+         "telemetry.period_s=0.5"]
 
 
 def _orphan_busy_loop() -> int:

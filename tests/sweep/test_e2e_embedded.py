@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from harness.record.results import read_points
-from tests.helpers import assert_valid_unless_the_client_flagged_itself, engine_pids, harness
+from tests.helpers import assert_valid_unless_the_instrument_flagged, engine_pids, harness
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +28,7 @@ def test_points_carry_identity_metrics_and_provenance(run_dir) -> None:
     assert [p["conc"] for p in points] == [1, 2]
     for p in points:
         # the client's verdict on itself is the accuracy tests' subject, not this one's
-        assert_valid_unless_the_client_flagged_itself(p)
+        assert_valid_unless_the_instrument_flagged(p)
         assert (p["model"], p["chip"], p["engine"], p["precision"]) == (
             "smollm2-135m", "cpu", "llamacpp", "q4_1")
         assert p["engine_version"].startswith("xllamacpp")

@@ -8,7 +8,7 @@ import pytest
 from harness.record.results import read_points
 from harness.workloads.traces import load_traces
 from harness.workloads.traces.fit import Fit, fit_traces
-from tests.helpers import assert_valid_unless_the_client_flagged_itself, harness
+from tests.helpers import assert_valid_unless_the_instrument_flagged, harness
 from tests.workloads.replay_checks import check_structure, frame
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ def test_replay_structure_on_the_real_engine(agentic_run) -> None:
     points = sorted(read_points(agentic_run), key=lambda p: p["conc"])
     assert [p["conc"] for p in points] == [1, 4]
     for p in points:
-        assert_valid_unless_the_client_flagged_itself(p)
+        assert_valid_unless_the_instrument_flagged(p)
         assert p["scenario_kind"] == "agentic" and p["fit"] == "scale/64"
         df = frame(pd.read_parquet(agentic_run / "requests" / f"{p['point_id']}.parquet"))
         # every stream alive at a lane's t* sent its turn before t* (one token at least per
