@@ -9,6 +9,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from harness.config.fields import about, setting
+
 
 @dataclass
 class KvOffloadConfig:
@@ -16,11 +18,15 @@ class KvOffloadConfig:
     / `dram-utilization`, configs/*-master.yaml@843c6254). The adapter renders the backend's
     flags as upstream's agentic scripts spell them (harness/engines/kv_offload.py)."""
 
-    # none | vllm-simple | lmcache | mooncake | hicache | native (TensorRT-LLM host cache)
-    backend: str = "none"
-    version: str | None = None  # the backend's package version upstream pins, if any
-    dram_gb_per_rank: float = 0.0  # host DRAM each GPU rank may fill (upstream: total / GPUs)
-    config: dict[str, Any] = field(default_factory=dict)  # merged over the backend's config
+    backend: str = setting(
+        "none", help="KV offload backend: none, vllm-simple, lmcache, mooncake, hicache or "
+        "native (TensorRT-LLM's host cache)")
+    version: str | None = setting(
+        None, help="the backend's package version upstream pins; null: none")
+    dram_gb_per_rank: float = setting(
+        0.0, help="host DRAM (GB) each GPU rank may fill (upstream: the total / GPUs)")
+    config: dict[str, Any] = field(default_factory=dict, metadata=about(
+        "merged over the backend's own config"))
 
 
 @dataclass
@@ -139,30 +145,34 @@ class Deployment:
 class SlurmLaunchConfig:
     """How engine=multinode runs a deployment on a Slurm cluster (docs/multinode.md)."""
 
-    partition: str | None = None  # salloc --partition; None: the cluster's default
-    account: str | None = None  # salloc --account; None: the user's default
-    time_limit: str = "04:00:00"  # salloc --time for the allocation the harness makes
-    # Nodes to allocate from, in placement order (salloc --nodelist); empty: Slurm chooses
-    nodelist: list[str] = field(default_factory=list)
-    # How a role's step runs its image: pyxis (srun --container-image, srt-slurm's default),
-    # apptainer (apptainer exec IMAGE argv), none (argv on the node as it is)
-    container_runtime: str = "pyxis"
-    # Mounts for the container (host:container), e.g. the model store
-    container_mounts: list[str] = field(default_factory=list)
-    # Replace the GPU worker program by a GPU-free stand-in: dynamo-mocker (Dynamo's own
-    # mocker, same registration and disaggregation; docs/multinode.md). None: upstream's argv.
-    worker_stand_in: str | None = None
-    stand_in_python: str = ".venv-dynamo/bin/python"  # the interpreter with ai-dynamo
-    stand_in_model: str | None = None  # a local tokenizer/config dir the mocker loads
-    # The stand-in's processes run at this niceness where they share the client's host (the
-    # local cluster): the client's wake-ups preempt them, as engine.nice does for the embedded
-    # engine. None: unchanged.
-    stand_in_nice: int | None = 10
-    # Pack an instance's nodes onto fewer cluster nodes than upstream uses (a stand-in run
-    # on a small cluster): 0 = as upstream, N = at most N nodes in all
-    max_nodes: int = 0
-    # Where a stand-in's file discovery lives (shared by every node); None: the launch dir
-    discovery_dir: str | None = None
+    partition: str | None = setting(
+        None, help="salloc --partition; null: the cluster's default")
+    account: str | None = setting(None, help="salloc --account; null: the user's default")
+    time_limit: str = setting(
+        "04:00:00", help="salloc --time of the allocation the harness makes")
+    nodelist: list[str] = field(default_factory=list, metadata=about(
+        "nodes to allocate from, in placement order (salloc --nodelist); []: Slurm chooses"))
+    container_runtime: str = setting(
+        "pyxis", help="how a role's step runs its image: pyxis (srun --container-image, "
+        "srt-slurm's), apptainer, or none (argv on the node)")
+    container_mounts: list[str] = field(default_factory=list, metadata=about(
+        "host:container mounts, e.g. the model store"))
+    # Dynamo's own mocker: same registration and disaggregation (docs/multinode.md)
+    worker_stand_in: str | None = setting(
+        None, help="a GPU-free stand-in for the GPU workers: dynamo-mocker; null: upstream's "
+        "argv")
+    stand_in_python: str = setting(
+        ".venv-dynamo/bin/python", help="the interpreter with ai-dynamo that runs the stand-in")
+    stand_in_model: str | None = setting(
+        None, help="a local tokenizer/config directory the stand-in loads")
+    # the client's wake-ups preempt them, as engine.nice does for the embedded engine
+    stand_in_nice: int | None = setting(
+        10, help="the stand-in's niceness where it shares the client's host; null: unchanged")
+    # a stand-in run on a small cluster
+    max_nodes: int = setting(
+        0, help="pack an instance's nodes onto at most this many cluster nodes; 0: as upstream")
+    discovery_dir: str | None = setting(
+        None, help="the stand-in's file discovery, shared by every node; null: the launch dir")
 
 
 @dataclass
