@@ -32,6 +32,12 @@ class IngestError(ValueError):
     pass
 
 
+def is_published(p: dict[str, Any]) -> bool:
+    """An ingested InferenceX row: `to_point` marks it `published`; older ingests carry only
+    their id's "-ix-". Provenance, never a missing field, makes a row published."""
+    return bool(p.get("published")) or "-ix-" in str(p.get("point_id", ""))
+
+
 def known_chips() -> list[str]:
     """The chips with a recipe (recipes/chip/<name>.yaml): the only names a row may use, so
     a row's `hardware` can never name a file elsewhere."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.publish.curves import interpolate_on_frontier
+from harness.publish.ingest import is_published
 from harness.record.spec_names import spec_name
 from harness.record.workload_traits import traits_of
 
@@ -42,7 +43,7 @@ class SpecConfig:
 
     method: str = "none"
     k: int = 0
-    mode: str = "none"
+    mode: str = "none"  # real | injected | published (an ingested row) | unrecorded
     al: float | None = None  # the requested (injected) AL; None for real acceptance
 
     @property
@@ -53,7 +54,7 @@ class SpecConfig:
         if self.plain:
             return "plain"
         acc = (f"AL {self.al:g} injected" if self.mode == "injected" and self.al else
-               "published" if self.mode == "none" else self.mode)  # an ingested row
+               "acceptance not recorded" if self.mode == "unrecorded" else self.mode)
         return f"{self.method}{f' k={self.k}' if self.k else ''} ({acc})"
 
 
@@ -64,7 +65,14 @@ def spec_config(p: dict[str, Any]) -> SpecConfig:
     if method == "none":
         return SpecConfig()
     al = p.get("spec_acceptance_length")
-    mode = str(p.get("spec_acceptance_mode") or "none")  # none: a published row says nothing
+    # An ingested row records no acceptance mode; one of ours records real or injected (a
+    # record from before acceptance plans, or built by hand, may have none): which of the two a
+    # row is comes from its provenance, never from the missing field.
+    mode = str(p.get("spec_acceptance_mode") or "none")
+    if is_published(p):
+        mode = "published"
+    elif mode == "none":
+        mode = "unrecorded"
     return SpecConfig(method, int(p.get("spec_k") or 0), mode,
                       round(float(al), 4) if mode == "injected" and al is not None else None)
 

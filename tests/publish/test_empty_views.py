@@ -78,3 +78,4 @@ def test_the_flag_the_pages_name_counts_the_invalid_points(site: Path) -> None:
     counted = harness("speculation", "--include-invalid", str(site / "ours"), timeout=300)
     assert counted.returncode == 0, counted.stderr
     assert "ngram k=4" in counted.stdout and "ngram k=4" not in plain.stdout
+    assert "(published)" not in counted.stdout  # our own points, though they name no mode

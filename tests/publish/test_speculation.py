@@ -264,3 +264,24 @@ def test_point_page_per_request_acceptance() -> None:
     assert (got["drafted"], got["accepted"]) == (52.0, 38.0)
     assert spec_requests({k: v for k, v in r.items() if k == "completion_tokens"}, keep) \
         is None
+
+
+def test_our_point_without_an_acceptance_mode_is_not_labelled_published(tmp_path) -> None:
+    """Provenance, not a missing field, makes a row published: our own n-gram points written
+    without `spec_acceptance_mode` (older records, hand-built runs) are ours in the CLI's
+    tables, and an ingested row stays published."""
+    run = tmp_path / "ours"
+    run.mkdir()
+    pts = [_pt(1, 100), _pt(2, 80), _pt(1, 120, "ngram", 4), _pt(2, 85, "ngram", 4)]
+    for i, p in enumerate(pts):
+        p.pop("spec_acceptance_mode")
+        p.update(point_id=f"c{p['conc']}-r0-{i:012d}", run_id="ours", valid=i != 3,
+                 invalid_reasons=[] if i != 3 else ["test"])
+    (run / "points.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pts))
+    r = harness("speculation", "--include-invalid", str(run))
+    assert r.returncode == 0, r.stderr
+    assert "ngram k=4 (acceptance not recorded)" in r.stdout, r.stdout
+    assert "(published)" not in r.stdout
+    ix = _pt(1, 90, "mtp", 3, point_id="c1-ix-000000000001", published=True)
+    ix.pop("spec_acceptance_mode")
+    assert group_series([ix]).popitem()[0][1].label() == "mtp k=3 (published)"

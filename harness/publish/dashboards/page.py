@@ -25,6 +25,7 @@ from harness.publish.dashboards.point_page import (
     page_href,
     write_point_pages,
 )
+from harness.publish.ingest import is_published
 from harness.publish.links import web_link
 from harness.publish.spec_cost import cost_rows, why_uncosted
 from harness.publish.speedup import base_key, base_label, group_series, spec_config
@@ -166,11 +167,6 @@ def _clean(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
-
-
-def is_published(p: dict[str, Any]) -> bool:
-    """An ingested InferenceX row (harness.publish.ingest marks them; older ingests by their id)."""
-    return bool(p.get("published")) or "-ix-" in str(p.get("point_id", ""))
 
 
 def payload_points(points: Iterable[dict[str, Any]], out: Path | None = None
