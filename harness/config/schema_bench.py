@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.config.fields import setting
+from harness.config.fields import about, setting
 
 
 @dataclass
@@ -17,7 +17,8 @@ class ClientConfig:
     stall_timeout_s: float = setting(
         600.0, gt=0, fix="e.g. client.stall_timeout_s=600",
         help="a stream silent this long fails; a point where most do = a hung engine")
-    strict_sse: bool = False
+    strict_sse: bool = setting(
+        False, help="parse every SSE event in full (slower; cross-checks the fast read)")
     max_stamp_err_ms: float = setting(
         1.0, gt=0, fix="e.g. client.max_stamp_err_ms=1.0",
         help="estimated p99 timestamp error (ms) above which a point is flagged")
@@ -67,13 +68,18 @@ class ClientConfig:
 class TelemetryConfig:
     """Accelerator telemetry sampled through every point (harness.telemetry, docs/energy.md)."""
 
-    source: str = "auto"  # auto | nvml | nvidia-smi | amd-smi | none
-    period_s: float = 1.0  # InferenceX's start_gpu_monitor: nvidia-smi every 1 s
-    max_gap_s: float = 3.0  # InferenceX's aggregate_power.py: largest in-window sample gap
-    require_power: bool = False  # InferenceX's REQUIRE_POWER: invalid power = invalid point
-    # Device indices whose power counts (empty: every device the tool reports, as upstream);
-    # for a point that occupies some of a host's GPUs.
-    devices: list[int] = field(default_factory=list)
+    source: str = setting(
+        "auto", help="where power and clocks are read: auto, nvml, nvidia-smi, amd-smi or none")
+    period_s: float = setting(
+        1.0, help="seconds between samples (InferenceX's start_gpu_monitor: 1)")
+    max_gap_s: float = setting(
+        3.0, help="largest gap (s) between samples in the window before power is invalid "
+        "(InferenceX's aggregate_power.py: 3)")
+    require_power: bool = setting(
+        False, help="invalid power makes the point invalid (InferenceX's REQUIRE_POWER)")
+    # for a point that occupies some of a host's GPUs
+    devices: list[int] = field(default_factory=list, metadata=about(
+        "device indices whose power counts; []: every device the tool reports, as upstream"))
 
 
 @dataclass
@@ -84,21 +90,34 @@ class ValidityConfig:
     # engine's trees, and the GPUs' clocks: invalid | warn (kept, marked host_warning) | off.
     # A point the host disturbed is not the engine's figure, so it fails by default; where a
     # quiet host cannot be had, warn keeps it with its mark (docs/host.md).
-    host: str = "invalid"
-    host_foreign_cpu_max: float = 0.2  # cores used by processes outside ours, window mean
+    host: str = setting(
+        "invalid",
+        help="a disturbed host (foreign CPU, GPU clock slowdown): invalid (fails the point), "
+        "warn (marks it) or off")
+    host_foreign_cpu_max: float = setting(
+        0.2, help="cores used by processes outside the harness's and the engine's (window "
+        "mean) above which the host is disturbed")
     # The hypervisor's steal, judged apart from the host's processes: something the VM's user
     # cannot stop and a cloud instance meets in bursts whoever runs on it, so a point is kept
     # and marked by default (steal=invalid to fail it); its effect on the figures is judged by
     # the client's stamp rule and the engine's steadiness rule. Why: docs/host.md.
-    steal: str = "warn"
-    host_steal_max: float = 0.05  # share of all CPU time through the window
+    steal: str = setting(
+        "warn", help="the hypervisor's steal: invalid (fails the point), warn (marks it) or off")
+    host_steal_max: float = setting(
+        0.05, help="steal, as a share of all CPU time through the window, above which it counts")
     # Completed requests a point needs for the percentiles its kind reports (fixed: p90,
     # agentic: AgentX's p95): invalid | warn (kept, marked sample_warning) | off
-    sample: str = "warn"
-    min_sample_fixed: int = 10
-    min_sample_agentic: int = 20
+    sample: str = setting(
+        "warn", help="too few completed requests: invalid (fails the point), warn (marks it) "
+        "or off")
+    min_sample_fixed: int = setting(10, help="completed requests a fixed point needs (its p90)")
+    min_sample_agentic: int = setting(
+        20, help="completed requests an agentic point needs (its p95)")
     # The engine's steadiness (harness.record.steadiness): a fixed point's slowest tenth of
     # requests must decode at >= steady_decile_min of the median rate: invalid | warn (kept,
     # marked steady_warning) | off. 0.5 from measured points: docs/host.md
-    steady: str = "invalid"
-    steady_decile_min: float = 0.5
+    steady: str = setting(
+        "invalid", help="an unsteady engine (fixed points): invalid (fails the point), warn "
+        "(marks it) or off")
+    steady_decile_min: float = setting(
+        0.5, help="share of the median decode rate the slowest tenth of requests must reach")
