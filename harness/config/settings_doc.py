@@ -110,7 +110,8 @@ def settings_help(values: Mapping[str, Any] | None = None, width: int | None = N
     """The settings as plain text for `harness sweep --help`, by section, one line each:
     `name = value (default D)   help; range or choices`, the help wrapped in its column.
     `values`: the composed config, unresolved (an interpolation shows as written); without
-    it, or for a key it lacks, the field's default. The default is shown where it differs."""
+    it, or for a key it lacks, the field's default (`???`: required, and not set). The default
+    is shown where the value differs from it."""
     width = width or help_width()
     out: list[str] = []
     for title, rows in sections():
@@ -121,8 +122,8 @@ def settings_help(values: Mapping[str, Any] | None = None, width: int | None = N
             value = default if values is None else _lookup(values, key)
             value = default if value is _ABSENT else value
             left = f"  {key.removeprefix(prefix)} = {plain(value)}"
-            if not _same(value, default):
-                left += f" (default {plain(default) if default != MISSING else 'required'})"
+            if not _same(value, default) and not _same(default, MISSING):
+                left += f" (default {plain(default)})"  # a required field has none to show
             lefts.append(left)
             helps.append(s.help + _allowed_text(s))
         col = min(max(len(left) for left in lefts) + 2, LEFT_MAX)

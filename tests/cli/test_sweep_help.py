@@ -4,6 +4,9 @@ each one's composed value, its default, its range or choices and its help."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 from harness.config.fields import setting_of
 from harness.config.schema_bench import ClientConfig
@@ -47,3 +50,16 @@ def test_sweep_help_keeps_the_groups_and_the_footer() -> None:
     # the listing replaced Hydra's YAML dump of the config
     assert "\nclient:\n  timeout_s = 3600.0" in out and "\n  timeout_s: " not in out
     assert max(len(ln) for ln in settings_block(out).splitlines()) <= 120
+
+
+def test_sweep_help_shows_an_interpolation_as_written_never_its_secret() -> None:
+    """A value read from the environment is listed as its interpolation (Hydra's template
+    would otherwise also take its `$` for a placeholder of its own)."""
+    env = {**os.environ, "HARNESS_HELP_SECRET": "http://user:s3cr3t@127.0.0.1:9"}
+    r = subprocess.run([sys.executable, "-m", "harness.cli.main", "sweep", "engine=endpoint",
+                        "engine.url=${oc.env:HARNESS_HELP_SECRET}", "--help"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "s3cr3t" not in r.stdout + r.stderr
+    value, _ = parse_listing(settings_block(r.stdout))["engine.url"]
+    assert value == "${oc.env:HARNESS_HELP_SECRET} (default null)"

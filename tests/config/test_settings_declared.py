@@ -98,6 +98,9 @@ def test_help_text_shows_the_composed_value_and_the_default_where_it_differs() -
     assert listed["client.timeout_s"][0] == "60 (default 3600.0)"
     assert listed["repeats"][0] == "1"  # the default: not repeated
     assert listed["client.workers"][0] == "1"  # absent from the values: the default
+    assert listed["model.name"][0] == "???"  # required and not set
+    listed = parse_listing(settings_help({"model": {"name": "m"}}))
+    assert listed["model.name"][0] == "m"  # a required field has no default to show
 
 
 def _restated(node: dict, schema: type, prefix: str = "") -> list[str]:
