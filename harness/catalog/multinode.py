@@ -7,7 +7,9 @@ Read from the master configs themselves (configs/{nvidia,amd}-master.yaml, any c
 dp-attn, pp?, dcp-size?, pcp-size?, additional-settings: [CONFIG_FILE=...]}, decode: {...}}`
 (SemiAnalysisAI/InferenceX@843c6254). A pool's GPUs are workers x tp x pp x pcp: DCP splits the
 KV over the TP ranks and EP/DP attention reuse them; InferenceX's per-GPU throughput divides by
-PREFILL_GPUS + DECODE_GPUS (.github/workflows/benchmark-multinode-tmpl.yml@843c6254)."""
+PREFILL_GPUS + DECODE_GPUS (.github/workflows/benchmark-multinode-tmpl.yml@843c6254). A
+captured row's pools are read as srt-slurm deploys them (harness/catalog/multinode_gpus.py:
+vLLM data-parallel-attention pools are written with vLLM's per-rank tp upstream)."""
 
 from __future__ import annotations
 
@@ -63,10 +65,6 @@ def pool(p: dict[str, Any]) -> dict[str, Any]:
         if int(p.get(theirs, 1)) > 1:
             out[ours] = int(p[theirs])
     return out
-
-
-def pool_gpus(p: dict[str, Any]) -> int:
-    return p["workers"] * p["tp"] * p.get("pp", 1) * p.get("pcp", 1)
 
 
 def deploy_name(row: dict[str, Any]) -> str:
@@ -176,14 +174,17 @@ def split_additions(dep: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict
 def write_attach_recipes(masters: dict[str, dict[str, Any]], commit: str, out_dir: str,
                          deployments: dict[tuple[str, int], dict[str, Any]] | None = None,
                          inline_additions: bool = True,
-                         not_captured: dict[tuple[str, int], str] | None = None) -> list[str]:
+                         not_captured: dict[tuple[str, int], str] | None = None,
+                         only: list[str] | None = None) -> list[str]:
     """Every multi-node key of the given masters ({master path: parsed yaml}) as
     <out_dir>/<key>.yaml; returns the keys written. `deployments` ({(key, row index):
     deployment block}, harness/catalog/multinode_capture.py) go into their rows, the roles
     whole (inline_additions) or, for a launch schema without the importer's fields, those
     fields in <out_dir>/deployments/<key>.yaml by row and role. A key with a captured row
     launches on Slurm by default (engine=multinode); a row without one says why
-    (`not_captured`, from the importer's reasons)."""
+    (`not_captured`, from the importer's reasons). A captured row's pools count the GPUs its
+    deployment takes (harness/catalog/multinode_gpus.py), with a comment above the row where
+    that reading differs from the master row's text. `only`: write just these keys."""
     from pathlib import Path
 
     from harness.catalog.recipe_yaml import dump_recipe
@@ -193,12 +194,17 @@ def write_attach_recipes(masters: dict[str, dict[str, Any]], commit: str, out_di
     written: list[str] = []
     for path, master in masters.items():
         for key, entry in master.items():
-            if isinstance(entry, dict) and entry.get("multinode"):
+            if isinstance(entry, dict) and entry.get("multinode") \
+                    and (not only or key in only):
                 recipe = attach_recipe(entry, key, commit, path)
                 side: dict[int, dict[str, Any]] = {}
+                notes: dict[int, str] = {}
                 for i, row in enumerate(recipe["search_space"]):
                     if deployments and (key, i) in deployments:
                         dep, extra = deployments[(key, i)], {}
+                        text = _read_as_deployed(row, dep)
+                        if text:
+                            notes[i] = text
                         if not inline_additions:
                             dep, extra = split_additions(dep)
                         row["deployment"] = escape_interpolation(dep)
@@ -219,9 +225,43 @@ def write_attach_recipes(masters: dict[str, dict[str, Any]], commit: str, out_di
                 elif sidecar.exists():
                     sidecar.unlink()
                 header = recipe_header(key, recipe)
-                (out / f"{key}.yaml").write_text(dump_recipe(recipe, header))
+                (out / f"{key}.yaml").write_text(
+                    with_row_notes(dump_recipe(recipe, header), notes))
                 written.append(key)
     return written
+
+
+def _read_as_deployed(row: dict[str, Any], dep: dict[str, Any]) -> str | None:
+    """Set the row's pools to the GPUs its deployment takes; the note saying what changed
+    and what InferenceX divides by, or None where the master row already counts them."""
+    from harness.catalog.multinode_gpus import note, read_pools
+    from harness.catalog.multinode_template import NotCaptured
+
+    try:
+        pre, dec = read_pools(row["prefill"], row["decode"], dep)
+    except NotCaptured:  # the importer refuses such a row; a hand-made one stays as it is
+        return None
+    text = note(row["prefill"], row["decode"], dep, row["scenario"] == AGENTIC_SCENARIO)
+    row.update(prefill=pre, decode=dec, tp=dec["tp"], ep=dec["ep"],
+               dp_attention=dec["dp_attention"])
+    return text
+
+
+def with_row_notes(text: str, notes: dict[int, str]) -> str:
+    """The recipe text with a comment above search-space row i for each note (the rows are
+    the block sequence under the last top-level key, `search_space:`)."""
+    if not notes:
+        return text
+    out, row, inside = [], -1, False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("search_space:"):
+            inside = True
+        elif inside and line.startswith("- "):
+            row += 1
+            if row in notes:
+                out.append(f"# row {row}: {notes[row]}\n")
+        out.append(line)
+    return "".join(out)
 
 
 def recipe_header(key: str, recipe: dict[str, Any]) -> list[str]:

@@ -30,12 +30,15 @@ from typing import Any
 import yaml
 
 from harness.catalog import multinode, multinode_amd, multinode_report
+from harness.catalog.multinode_gpus import read_pools
 from harness.catalog.multinode_pins import Pin, pin_for
 from harness.catalog.multinode_roles import NotCaptured, deployment
+from harness.catalog.multinode_upstream import PYXIS_SCRIPTS, why_missing, why_refused
 
 DRIVER = Path(__file__).with_name("multinode_srtdriver.py")
 RECIPES = "benchmarks/multi_node/srt-slurm-recipes/"
 NGINX_IMAGE = "nginx:1.27.4"  # runners/launch_gb200-nv.sh@843c6254 NGINX_IMAGE
+REFUSED = "srtctl refused the recipe: "
 
 
 def git(git_dir: str, *args: str, binary: bool = False) -> Any:
@@ -116,8 +119,9 @@ class Trees:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(dest, filter="data")
 
-    def get(self, sha: str, overlays: tuple[tuple[str, str], ...]) -> Path:
-        key = (sha, overlays)
+    def get(self, sha: str, overlays: tuple[tuple[str, str], ...], own: str = "") -> Path:
+        """`own`: a launcher that also copies each row's own recipe in gets its own tree."""
+        key = (sha, overlays, own)
         if key in self.made:
             return self.made[key]
         dest = self.base / f"srt-{len(self.made)}"
@@ -140,6 +144,19 @@ class Trees:
                         t.write_bytes(f.read_bytes())
         self.made[key] = dest
         return dest
+
+    def copy_config(self, tree: Path, cfg: str) -> None:
+        """The row's own recipe from InferenceX's srt-slurm-recipes over the checkout, where
+        InferenceX has it (`cp "$LOCAL_CONFIG_FILE" "$CONFIG_PATH"`,
+        runners/launch_h200-dgxc-slurm.sh@843c6254 lines 20-21 and 222-225)."""
+        path = cfg.split(":", 1)[0]
+        rel = path[len("recipes/"):] if path.startswith("recipes/") else path
+        try:
+            data = git(self.ix_git, "show", f"{self.ix_commit}:{RECIPES}{rel}", binary=True)
+        except subprocess.CalledProcessError:
+            return
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_bytes(data)
 
 
 def _model_alias(recipe: Path) -> tuple[str | None, str | None]:
@@ -201,7 +218,7 @@ def capture_in_tree(tree: Path, cfgs: list[str], image: str, python: str,
     got: dict[str, dict[str, Any] | str] = {}
     for r in results:
         if "error" in r:
-            got[r["recipe"]] = f"srtctl refused the recipe: {r['error']}"
+            got[r["recipe"]] = REFUSED + r["error"]
         else:
             r["capture"]["model_path"] = str(model_dir.resolve())
             got[r["recipe"]] = r["capture"]
@@ -216,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default="843c6254ff69b567f772f6a5fd97675af3d04431")
     ap.add_argument("--python", default=sys.executable,
                     help="an interpreter with srtctl's dependencies (not the harness's)")
-    ap.add_argument("--keys", nargs="*", help="only these keys (the others keep no capture)")
+    ap.add_argument("--keys", nargs="*",
+                    help="only these keys: their recipes are rewritten, the others' files are "
+                         "left as they are and read back for the report")
     ap.add_argument("--additions-sidecar", action="store_true",
                     help="write the importer's role fields (placement, vary, preamble, ...) "
                          "to deployments/<key>.yaml instead of the roles, for a launch schema "
@@ -253,9 +272,11 @@ def main(argv: list[str] | None = None) -> int:
             "missed": [[k, i, w] for (k, i), w in sorted(missed.items())]}, indent=0))
     keys = multinode.write_attach_recipes(masters, commit, a.out, deps,
                                           inline_additions=not a.additions_sidecar,
-                                          not_captured=missed)
-    multinode_report.write(Path(a.out) / "IMPORT_REPORT.md", masters, commit, deps, missed,
-                           restricted=a.keys)
+                                          not_captured=missed, only=a.keys)
+    if a.keys:  # the other keys' rows as their recipe files already ship them
+        shipped, reasons = multinode_report.read_recipes(Path(a.out), masters, skip=a.keys)
+        deps, missed = {**shipped, **deps}, {**reasons, **missed}
+    multinode_report.write(Path(a.out) / "IMPORT_REPORT.md", masters, commit, deps, missed)
     print(f"{len(keys)} keys written; {len(deps)} rows captured, {len(missed)} not")
     return 0
 
@@ -266,7 +287,7 @@ def capture_all(a, masters: dict, commit: str, when: str, runners: dict
     deps: dict[tuple[str, int], dict[str, Any]] = {}
     missed: dict[tuple[str, int], str] = {}
     shas: dict[str, str] = {}
-    jobs: dict[tuple, list[tuple[str, int, str, dict, str]]] = {}
+    jobs: dict[tuple, list[tuple[str, int, str, dict, str, Pin]]] = {}
     for master in masters.values():
         for key, e in master.items():
             if not (isinstance(e, dict) and e.get("multinode")):
@@ -288,26 +309,33 @@ def capture_all(a, masters: dict, commit: str, when: str, runners: dict
                           "makes them" + (f", --setup-script {pin.setup_script}"
                                           if pin.setup_script else "") + ")")
                 group = (sha, pin.overlays, pin.setup_script, pin.gpus_per_node,
-                         str(e.get("image") or ""), pin.repo)
-                jobs.setdefault(group, []).append((key, i, cfg, row, source))
+                         str(e.get("image") or ""), pin.repo,
+                         pin.launcher if pin.copies_config else "")
+                jobs.setdefault(group, []).append((key, i, cfg, row, source, pin))
     with tempfile.TemporaryDirectory(prefix="mn-capture-") as tmp:
         trees = Trees(Path(tmp), a.srt_slurm, a.inferencex, commit)
-        for (sha, overlays, setup, gpn, image, repo), rows in jobs.items():
-            tree = trees.get(sha, overlays)
+        for (sha, overlays, setup, gpn, image, repo, own), rows in jobs.items():
+            tree = trees.get(sha, overlays, own)
             todo = []
-            for key, i, cfg, _row, _src in rows:
+            for key, i, cfg, _row, _src, pin in rows:
+                if pin.copies_config:
+                    trees.copy_config(tree, cfg)
                 if (tree / cfg.split(":", 1)[0]).is_file():
                     todo.append(cfg)
                 else:
-                    missed[(key, i)] = (f"{cfg.split(':', 1)[0]} is not in {repo}@{sha[:12]} "
-                                        "with the launcher's overlays")
+                    missed[(key, i)] = why_missing(a.inferencex, commit, cfg, repo, sha,
+                                                   a.srt_slurm, pin.launcher)
             got = capture_in_tree(tree, sorted(set(todo)), image, a.python, setup, gpn) \
                 if todo else {}
-            for key, i, cfg, row, source in rows:
+            for key, i, cfg, row, source, pin in rows:
                 if (key, i) in missed:
                     continue
                 try:
                     cap = got[cfg]
+                    if isinstance(cap, str) and cap.startswith(REFUSED):
+                        raise NotCaptured(why_refused(cap[len(REFUSED):], a.inferencex, commit,
+                                                      cfg, repo, pin.ref, a.srt_slurm,
+                                                      pin.launcher))
                     if isinstance(cap, str):
                         raise NotCaptured(cap)
                     dep = deployment(cap, source)
@@ -318,25 +346,6 @@ def capture_all(a, masters: dict, commit: str, when: str, runners: dict
             print(f"{repo}@{sha[:12]}: {sum((k, i) in deps for k, i, *_ in rows)}/{len(rows)} "
                   "rows captured", file=sys.stderr)
     return deps, missed
-
-
-# Keys upstream deploys with its own scripts that start their containers through pyxis
-# (`srun --container-image`), which the Slurm/Docker stand-in does not play yet.
-PYXIS_SCRIPTS = {
-    "llmd-vllm": "deployed by upstream's llm-d scripts, not srt-slurm (runners/launch_gb200-nv.sh"
-                 " llmd-vllm branch -> benchmarks/multi_node/dsv4_fp4_gb200_llmd-vllm-disagg.sh "
-                 "-> llm-d/{submit.sh,job.slurm,server.sh}, CONFIG_FILE naming an llm-d recipe "
-                 "of benchmarks/multi_node/llm-d-recipes/): its job starts one pyxis container a "
-                 "node (srun --container-image, LLMD_CONTAINER_ENGINE=pyxis), which the "
-                 "Slurm/Docker recording stand-in (harness/catalog/standins/slurm_docker.py) "
-                 "does not play yet",
-    "tilert": "deployed by upstream's TileRT scripts, not srt-slurm (runners/launch_b200-dgxc-"
-              "slurm.sh -> benchmarks/multi_node/glm5.1_fp8_b200_tilert-disagg.sh -> "
-              "tilert_utils/{submit.sh,run_node.sh}): prefill (vLLM image) and decode (TileRT "
-              "image) start as pyxis containers (srun --container-image), which the "
-              "Slurm/Docker recording stand-in (harness/catalog/standins/slurm_docker.py) does "
-              "not play yet",
-}
 
 
 def _plan(a, e: dict, k: dict, row: dict, runners: dict, commit: str, when: str,
@@ -368,22 +377,11 @@ def _plan(a, e: dict, k: dict, row: dict, runners: dict, commit: str, when: str,
 
 
 def check_pools(dep: dict[str, Any], row: dict[str, Any]) -> None:
-    """The captured workers take the GPUs the master row's pools count (workers x tp x pp x
-    pcp, multinode.pool_gpus); a recipe that takes others is not shipped as this row's."""
-    pre = multinode.pool_gpus(multinode.pool(row["prefill"]))
-    dec = multinode.pool_gpus(multinode.pool(row["decode"]))
-    got = {k: sum(r["instances"] * r["gpus"] for r in dep["roles"] if r["role"] == k)
-           for k in ("prefill", "decode", "aggregated")}
-    if got["aggregated"]:
-        ok = got["aggregated"] == pre + dec and not got["prefill"] and not got["decode"]
-    else:
-        ok = got["prefill"] == pre and got["decode"] == dec
-    if not ok:
-        raise NotCaptured(f"srt-slurm's recipe takes {got['prefill']} prefill / "
-                          f"{got['decode']} decode / {got['aggregated']} aggregated GPUs; the "
-                          f"master row's pools count {pre} prefill + {dec} decode (workers x "
-                          "tp x pp x pcp: a data-parallel pool with tp 1 counts one GPU a "
-                          "worker)")
+    """The captured workers take the GPUs the master row's pools mean
+    (harness/catalog/multinode_gpus.py: workers x tp x pp x pcp, a data-parallel-attention
+    pool written with vLLM's per-rank tp counting its ep GPUs a worker); a recipe that takes
+    others is not shipped as this row's."""
+    read_pools(multinode.pool(row["prefill"]), multinode.pool(row["decode"]), dep)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ class Pin:
     launcher: str = ""
     gpus_per_node: int = 4  # srtslurm.yaml gpus_per_node the launcher writes
     unavailable: str | None = None  # why this checkout cannot be read here
+    # the launcher also copies the row's own CONFIG_FILE from InferenceX's srt-slurm-recipes
+    # over the checkout where InferenceX has it
+    copies_config: bool = False
     notes: list[str] = field(default_factory=list)
 
 
@@ -35,8 +38,8 @@ def _fork(name: str, launcher: str, ref: str) -> Pin:
     return Pin(name, ref, launcher=launcher,
                unavailable=f"{launcher} clones the fork {name}@{ref}, which is not public "
                            "to this importer (the fetch tool, asked for github:"
-                           f"{name} on 2026-12-07: \"No snapshot of that repository can be "
-                           "had here.\")")
+                           f"{name} on 2026-12-07 and again on 2026-12-08: \"No snapshot of "
+                           "that repository can be had here.\")")
 
 
 def _ov(*paths: str) -> tuple[tuple[str, str], ...]:
@@ -190,11 +193,13 @@ def b200_nscale(k: dict, power: bool) -> Pin:
 
 
 def h200_dgxc(k: dict, power: bool) -> Pin:
-    """runners/launch_h200-dgxc-slurm.sh@843c6254 lines 77-100."""
+    """runners/launch_h200-dgxc-slurm.sh@843c6254 lines 77-100; after any checkout, lines
+    20-21 and 222-225 copy the row's own recipe from InferenceX's srt-slurm-recipes over it
+    where InferenceX has it."""
     lz, fw, m = "runners/launch_h200-dgxc-slurm.sh", k["framework"], k["prefix"]
 
     def pin(ref: str, ov=()) -> Pin:
-        return Pin(NV, ref, ov, None, lz, 8)
+        return Pin(NV, ref, ov, None, lz, 8, copies_config=True)
 
     if k["agentic"] and fw == "dynamo-sglang" and m == "glm5.2":
         return pin("v1.0.44")

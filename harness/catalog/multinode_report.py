@@ -7,7 +7,47 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.catalog.multinode import MODEL_RECIPE, scenario_rows
+import yaml
+
+from harness.catalog.multinode import AGENTIC_SCENARIO, MODEL_RECIPE, pool, scenario_rows
+from harness.catalog.multinode_gpus import note
+
+
+def read_recipes(out: Path, masters: dict[str, dict[str, Any]], skip: list[str]
+                 ) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[tuple[str, int], str]]:
+    """Each shipped row's deployment or not_captured reason, for the keys not in `skip`
+    (a capture of some keys reports the others as their recipe files stand)."""
+    deps: dict[tuple[str, int], dict[str, Any]] = {}
+    missed: dict[tuple[str, int], str] = {}
+    for master in masters.values():
+        for key, e in master.items():
+            f = out / f"{key}.yaml"
+            if not (isinstance(e, dict) and e.get("multinode")) or key in skip or \
+                    not f.exists():
+                continue
+            for i, row in enumerate((yaml.safe_load(f.read_text()) or {})["search_space"]):
+                if row.get("deployment"):
+                    deps[(key, i)] = row["deployment"]
+                elif row.get("not_captured"):
+                    missed[(key, i)] = row["not_captured"]
+    return deps, missed
+
+
+def _read_as_deployed(masters: dict[str, dict[str, Any]],
+                      deps: dict[tuple[str, int], dict[str, Any]]) -> list[str]:
+    """The rows whose pools are read as srt-slurm deploys them, one line each."""
+    lines = []
+    for master in masters.values():
+        for key, e in master.items():
+            if not (isinstance(e, dict) and e.get("multinode")):
+                continue
+            for i, (scenario, row) in enumerate(scenario_rows(e, key)):
+                if (key, i) in deps:
+                    text = note(pool(row["prefill"]), pool(row["decode"]), deps[(key, i)],
+                                scenario == AGENTIC_SCENARIO)
+                    if text:
+                        lines.append(f"- `{key}` row {i}: {text}")
+    return sorted(lines)
 
 
 def write(path: Path, masters: dict[str, dict[str, Any]], commit: str,
@@ -44,7 +84,15 @@ def write(path: Path, masters: dict[str, dict[str, Any]], commit: str,
         tk, ck, tr, cr = tk + k_all, ck + k_got, tr + r_all, cr + r_got
         lines.append(f"| {model} ({MODEL_RECIPE.get(model, '?')}) | {k_all} | {k_got} | "
                      f"{r_all} | {r_got} |")
-    lines += [f"| **all** | {tk} | {ck} | {tr} | {cr} |", "", "## Keys", ""]
+    lines += [f"| **all** | {tk} | {ck} | {tr} | {cr} |", ""]
+    odd = _read_as_deployed(masters, deps)
+    if odd:
+        lines += ["## Rows whose GPUs are read as srt-slurm deploys them", "",
+                  "The master row writes a data-parallel-attention pool with vLLM's per-rank "
+                  "`tp`; the harness counts throughput per GPU over every GPU srt-slurm "
+                  "deploys (docs/multinode.md, \"GPUs of a captured row\"). Each row's recipe "
+                  "says so in a comment above it.", "", *odd, ""]
+    lines += ["## Keys", ""]
     for model in sorted(per_model):
         lines += [f"### {model}", ""]
         for key, n, got, fw in sorted(per_model[model]):
