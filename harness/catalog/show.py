@@ -11,6 +11,7 @@ from typing import Any
 from harness.catalog.render import UPSTREAM_HOST, UPSTREAM_PORT, render_launches
 from harness.config.compose import compose_sweep
 from harness.config.locations import repo_root
+from harness.engines.multinode_container import runtime_note
 
 ATTACH_URL = "http://attach.invalid"  # attach recipes compose with some URL; none is contacted
 
@@ -95,6 +96,8 @@ def launch_lines(launches: list[dict[str, Any]]) -> list[str]:
     """Every launch in full, one setting a line: what `catalog show` and `harness sweep
     --dry-run` print (the same rendering, harness/catalog/render.py)."""
     lines: list[str] = []
+    notes = dict.fromkeys(n for ln in launches if (n := _container_note(ln)))
+    lines += [f"note: {n}" for n in notes]  # once, not per launch
     for i, ln in enumerate(launches):
         lines.append(f"[{i}] {ln['tag']}  conc {ln['concurrency']}  gpus {ln['gpus']}  "
                      f"{ln['engine']}  spec {ln['speculator']['method']}/{ln['speculator']['k']}"
@@ -150,10 +153,33 @@ def _role_lines(launch: dict[str, Any] | None, slurm: dict[str, Any] | None) -> 
         for name, text in sorted(r["files"].items()):
             lines.append(f"      file {{launch_dir}}/{name} ({len(text)} chars):")
             lines += [f"        | {t}" for t in text.splitlines()]
+        lines += _container_lines(r.get("container"))
         if r.get("preamble"):
             lines.append(f"      preamble ({len(r['preamble'])} chars):")
             lines += [f"        | {t}" for t in r["preamble"].splitlines()]
     return lines
+
+
+def _container_note(ln: dict[str, Any]) -> str | None:
+    """Where upstream's container options of a launch's roles do not all apply on the
+    cluster's container runtime (harness/engines/multinode_container.py)."""
+    launch, slurm = ln.get("launch"), ln.get("slurm")
+    if not launch or not slurm:
+        return None
+    return runtime_note([r["container"]["runtime"] for r in launch["roles"]
+                         if r.get("container")], slurm["container_runtime"])
+
+
+def _container_lines(c: dict[str, Any] | None) -> list[str]:
+    """A role's container options as upstream passes them (RoleLaunch.container)."""
+    if not c:
+        return []
+    out = [f"      container ({c['runtime']}) device {d}" for d in c["devices"]]
+    out += [f"      container ({c['runtime']}) mount {m}" for m in c["mounts"]]
+    if c["options"]:
+        out.append(f"      container ({c['runtime']}) flags: "
+                   + " ".join(_q(a) for a in c["options"]))
+    return out
 
 
 def _client_lines(client: dict[str, Any]) -> list[str]:

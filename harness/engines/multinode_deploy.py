@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.config.schema import Deployment, SweepConfig
 from harness.engines import multinode_roles as roles
+from harness.engines.multinode_container import launch_argv
 from harness.engines.process import EngineStartError, log_tail
 from harness.engines.slurm_job import (
     Allocation,
@@ -26,7 +27,6 @@ from harness.engines.slurm_job import (
     Step,
     allocate,
     start_step,
-    step_argv,
     stop_steps,
 )
 
@@ -80,8 +80,7 @@ class SlurmDeployment:
                 preamble.write_text(s.preamble + "\n")
             step = Step(s.label, s.role, s.node, s.argv, s.env, self.log_path(s.label),
                         env_unset=s.env_unset)
-            start_step(step, step_argv(self.alloc, s.nodes or (s.node,), s.label, s.argv,
-                                       self.workdir, cfg, s.image, s.srun, preamble))
+            start_step(step, launch_argv(self.alloc, s, self.workdir, cfg, preamble))
             self.steps.append(step)
         for s, step in zip(self.launched, self.steps, strict=True):
             if s.port and s.ready:

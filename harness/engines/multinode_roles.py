@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.config.schema_catalog import Deployment, RoleLaunch
+from harness.config.schema_catalog import ContainerOptions, Deployment, RoleLaunch
 
 PLACEHOLDERS = ("model", "served_name", "host", "head", "leader", "node_rank", "instance", "port",
                 "launch_dir", "devices", "local_rank")
@@ -51,6 +51,7 @@ class StepLaunch:
     preamble: str | None = None
     env_unset: tuple[str, ...] = ()
     image: str | None = None
+    container: ContainerOptions | None = None  # upstream's, its mounts rendered
 
 
 def vary_keys(role: RoleLaunch) -> dict[str, str]:
@@ -60,7 +61,8 @@ def vary_keys(role: RoleLaunch) -> dict[str, str]:
 
 def unknown_placeholders(role: RoleLaunch) -> list[str]:
     """Placeholders a role names that the launcher does not fill."""
-    text = [*role.argv, *role.env.values(), *role.files.values()]
+    text = [*role.argv, *role.env.values(), *role.files.values(),
+            *(role.container.mounts if role.container else ())]
     named = {m for t in text for m in _PLACEHOLDER.findall(t) if m}
     varied = vary_keys(role)
     return sorted(n for n in named if n not in PLACEHOLDERS and not (
@@ -142,8 +144,16 @@ def steps(dep: Deployment, placements: list[Placement], nodes: list[str],
                     port=int(values["port"]) if r.port and first else None,
                     ready=r.ready if first else None, nodes=span, srun=dict(r.srun),
                     preamble=r.preamble, env_unset=tuple(r.env_unset),
-                    image=r.image or dep.image))
+                    image=r.image or dep.image, container=_container(r.container, values)))
     return out
+
+
+def _container(c: ContainerOptions | None, values: dict[str, str]) -> ContainerOptions | None:
+    if c is None:
+        return None
+    return ContainerOptions(runtime=c.runtime, devices=list(c.devices),
+                            mounts=[render(m, values) for m in c.mounts],
+                            options=list(c.options))
 
 
 def _argv(argv: list[str], values: dict[str, str]) -> list[str]:
