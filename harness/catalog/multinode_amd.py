@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.catalog.container_capture import docker_options, same_on_every_node
 from harness.catalog.multinode_roles import deployment
 from harness.catalog.multinode_template import NotCaptured
 from harness.catalog.sandbox import Sandbox
@@ -30,6 +31,8 @@ STANDIN_NAMES = ("sbatch", "srun", "scontrol", "squeue", "scancel", "docker", "h
                  "apt-get", "git", "ibv_devinfo", "rocm-smi", "amd-smi", "nicctl", "sleep",
                  "huggingface-cli", "hf", "wget")
 FRAMEWORKS = ("sglang-disagg", "atom-disagg", "vllm-disagg")
+PYXIS_FRAMEWORKS = ("llmd-vllm", "tilert")  # their chains start pyxis containers
+CHAIN_DIRS = {"llmd-vllm": "llm-d/", "tilert": "tilert_utils/"}
 # Knobs of upstream's own that skip a host check with nothing to check here (job.slurm@843c6254:
 # the NIC QoS pre-flight runs nicctl on the bare host; the GPU drain gate reads rocm-smi);
 # neither changes what the servers are started with.
@@ -41,8 +44,10 @@ NOT_LAUNCH_ENV = {"PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME", "TE
                   "SLURMD_NODENAME", "SLURM_NODEID", "SLURM_LOCALID", "BASH_ENV", "LC_CTYPE"}
 SECRETS = ("HF_TOKEN", "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET")
 MODEL_DIR_HOST = "/it-share/data"  # launch_mi355x-amds.sh@843c6254 MODEL_PATH
+LOG_DIR = "/run_logs/slurm_job-4242"  # job.slurm's servers' log dir (`-v /tmp:/run_logs`)
 MODE_ORDER = ("prefill", "decode", "agg")
 ABSOLUTE_STANDINS = ("/usr/local/bin/atomesh",)
+SYSTEM_BIN = ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
 # what upstream waits on before it benchmarks through the router
 ROUTER_READY = {"sglang_router": "/readiness", "atomesh": "/v1/models"}
 # The stand-in's network interface (standins/slurm_docker.py): a variable env.sh@843c6254 set
@@ -52,8 +57,14 @@ NIC = "capturenic0"
 NIC_DETECT = "$(ip route 2>/dev/null | grep '^default' | awk '{print $5}' | head -n 1)"
 
 
+def is_standin(path: str) -> bool:
+    """A host path that is one of the stand-ins (what `command -v nicctl` found here)."""
+    p = Path(path)
+    return p.name in STANDIN_NAMES and str(p.parent) not in SYSTEM_BIN
+
+
 def is_upstream_script_key(e: dict[str, Any]) -> bool:
-    return str(e.get("framework")) in FRAMEWORKS
+    return str(e.get("framework")) in (*FRAMEWORKS, *PYXIS_FRAMEWORKS)
 
 
 def rows_with_shape(e: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -220,6 +231,9 @@ def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
     image = runs[0]["image"]
     gpn = int(env.get("GPUS_PER_NODE") or runs[0]["container_env"].get("GPUS_PER_NODE") or 8)
     container = runs[0]["container_env"]
+    # every role runs in its node's container (job.slurm's one `docker run` a node)
+    options = same_on_every_node({r["node"]: docker_options(r, MODEL_DIR_HOST, LOG_DIR,
+                                                            is_standin) for r in runs})
     records: list[dict[str, Any]] = []
     instances: dict[tuple[str, str], list[dict[str, Any]]] = {}
     model_path = ""
@@ -260,12 +274,14 @@ def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
             x["env_to_set"].pop(k, None)
     return {"records": records, "services": [], "files": {}, "container_image": image,
             "gpus_per_node": gpn, "nodes": n_nodes, "infra": "srtnode000",
-            "model_path": model_path, "log_dir": "/run_logs/slurm_job-4242",
-            "container_env": container}
+            "model_path": model_path, "log_dir": LOG_DIR, "container_env": container,
+            "container_options": options}
 
 
 def amd_deployment(cap: dict[str, Any], source: str) -> dict[str, Any]:
     dep = deployment(cap, source)
+    for role in dep["roles"]:
+        role["container"] = json.loads(json.dumps(cap["container_options"]))  # no YAML alias
     leaked = [w for w in (NIC, "mn-amd-", "/tmp/tmp") if w in repr(dep)]
     if leaked:
         raise NotCaptured(f"the capture's stand-in text is left in the launch: {leaked}")
@@ -286,8 +302,14 @@ def capture_one(checkout: Path, bindir: Path, env: dict[str, str], row: dict[str
     try:
         if dram:
             env = {**env, "TOTAL_CPU_DRAM_GB": matrix_dram_gb(checkout, *dram)}
-        recs, out = run_chain(checkout, env, bound_s, bindir)
-        dep = amd_deployment(to_cap(recs, env), source)
+        if env["FRAMEWORK"] in PYXIS_FRAMEWORKS:  # llm-d, TileRT: multinode_pyxis.py
+            from harness.catalog import multinode_pyxis
+
+            recs, out = multinode_pyxis.run_chain(checkout, env, bound_s, bindir / "pyxis")
+            dep = multinode_pyxis.pyxis_deployment(recs, env, source)
+        else:
+            recs, out = run_chain(checkout, env, bound_s, bindir)
+            dep = amd_deployment(to_cap(recs, env), source)
         check_pools(dep, row)
         return dep
     except NotCaptured as err:
@@ -323,6 +345,11 @@ def capture_rows(ix_git: str, commit: str, masters: dict, runners: dict,
                    f"benchmarks/multi_node/*_{e['framework']}.sh -> amd_utils/ (via upstream's "
                    "scripts under the Slurm/Docker recording stand-in, "
                    "harness/catalog/multinode_amd.py)")
+            if e["framework"] in CHAIN_DIRS:
+                src = (f"SemiAnalysisAI/InferenceX@{commit} runners/launch_{launcher}.sh -> "
+                       f"benchmarks/multi_node/*_{e['framework']}-disagg.sh -> "
+                       f"{CHAIN_DIRS[e['framework']]} (via upstream's scripts under the "
+                       "Slurm/pyxis recording stand-in, harness/catalog/multinode_pyxis.py)")
             for i, (block, row) in enumerate(rows_with_shape(e)):
                 if rows is not None and i not in rows:
                     continue
@@ -336,6 +363,10 @@ def capture_rows(ix_git: str, commit: str, masters: dict, runners: dict,
         subprocess.run(["tar", "-x", "-C", str(checkout)], input=tar, check=True)
         bindir = Path(tmp) / "bin"
         build_bindir(bindir)
+        if any(t[2]["FRAMEWORK"] in PYXIS_FRAMEWORKS for t in todo):
+            from harness.catalog.multinode_pyxis import build_bindir as pyxis_bindir
+
+            pyxis_bindir(bindir / "pyxis")
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             got = list(pool.map(lambda t: capture_one(checkout, bindir, t[2], t[3], t[4],
                                                       bound_s, t[5]), todo))
