@@ -30,8 +30,9 @@ from typing import Any
 import yaml
 
 from harness.catalog import multinode, multinode_amd, multinode_report
+from harness.catalog import multinode_synthetic as synthetic
 from harness.catalog.multinode_gpus import read_pools
-from harness.catalog.multinode_pins import Pin, pin_for
+from harness.catalog.multinode_pins import Pin, pin_for, uses_power
 from harness.catalog.multinode_roles import NotCaptured, deployment
 from harness.catalog.multinode_upstream import PYXIS_SCRIPTS, why_missing, why_refused
 
@@ -84,35 +85,13 @@ def config_file(row: dict[str, Any]) -> str | None:
     return None
 
 
-def uses_power(ix_git: str, commit: str, cfg: str) -> bool:
-    """The launcher's dcgm-power test: InferenceX's copy of the recipe carries a telemetry
-    block with `provider: dcgm-power` and `enabled: true` (launch_gb200-nv.sh@843c6254)."""
-    rel = cfg.split(":", 1)[0]
-    rel = rel[len("recipes/"):] if rel.startswith("recipes/") else rel
-    try:
-        text = git(ix_git, "show", f"{commit}:{RECIPES}{rel}")
-    except subprocess.CalledProcessError:
-        return False
-    block, on, prov = False, False, False
-    for line in text.splitlines():
-        if line.startswith("telemetry:"):
-            block = True
-            continue
-        if block and line[:1] not in (" ", ""):
-            block = False
-        if block and line == "  provider: dcgm-power":
-            prov = True
-        if block and line == "  enabled: true":
-            on = True
-    return on and prov
-
-
 class Trees:
     """srt-slurm checkouts with InferenceX's recipes copied over, one per (commit, overlays)."""
 
     def __init__(self, base: Path, srt_git: str, ix_git: str, ix_commit: str):
         self.base, self.srt_git, self.ix_git, self.ix_commit = base, srt_git, ix_git, ix_commit
         self.made: dict[tuple, Path] = {}
+        self.injected: set[Path] = set()
 
     def _extract(self, git_dir: str, rev: str, dest: Path, paths: list[str]) -> None:
         data = git(git_dir, "archive", "--format=tar", rev, *paths, binary=True)
@@ -144,6 +123,18 @@ class Trees:
                         t.write_bytes(f.read_bytes())
         self.made[key] = dest
         return dest
+
+    def inject(self, tree: Path, cfg: str, syn: tuple | None, python: str) -> None:
+        """Synthetic acceptance injected into the tree's recipe once, as the launcher does
+        (harness/catalog/multinode_synthetic.py); syn: (length, framework, model prefix)."""
+        path = tree / cfg.split(":", 1)[0]
+        if syn is None or path in self.injected:
+            return
+        ix = self.base / "ix-injector"
+        if not ix.exists():
+            self._extract(self.ix_git, self.ix_commit, ix, synthetic.INJECTOR_PATHS)
+        synthetic.inject(ix, path, syn[1], syn[2], syn[0], python)
+        self.injected.add(path)
 
     def copy_config(self, tree: Path, cfg: str) -> None:
         """The row's own recipe from InferenceX's srt-slurm-recipes over the checkout, where
@@ -287,7 +278,7 @@ def capture_all(a, masters: dict, commit: str, when: str, runners: dict
     deps: dict[tuple[str, int], dict[str, Any]] = {}
     missed: dict[tuple[str, int], str] = {}
     shas: dict[str, str] = {}
-    jobs: dict[tuple, list[tuple[str, int, str, dict, str, Pin]]] = {}
+    jobs: dict[tuple, list[tuple[str, int, str, dict, str, Pin, tuple | None]]] = {}
     for master in masters.values():
         for key, e in master.items():
             if not (isinstance(e, dict) and e.get("multinode")):
@@ -308,26 +299,39 @@ def capture_all(a, masters: dict, commit: str, when: str, runners: dict
                           f"checkout and recipe overlays as {pin.launcher}@{commit[:8]} "
                           "makes them" + (f", --setup-script {pin.setup_script}"
                                           if pin.setup_script else "") + ")")
+                al = synthetic.length(row) if pin.injects_synthetic else None
+                syn = None if al is None else (al, str(e["framework"]), str(e["model-prefix"]))
+                if syn:
+                    source = (source[:-1] + f"; SYNTHETIC_ACCEPTANCE_LENGTH={al} injected by "
+                              "runners/inject_synthetic_acceptance.py as the launcher runs it)")
+                # a tree of its own for a launcher that copies the row's recipe in, and per
+                # injected acceptance length (the injector rewrites the recipe in place)
+                own = (pin.launcher if pin.copies_config else "") + \
+                    ("" if al is None else f"|al={al}")
                 group = (sha, pin.overlays, pin.setup_script, pin.gpus_per_node,
-                         str(e.get("image") or ""), pin.repo,
-                         pin.launcher if pin.copies_config else "")
-                jobs.setdefault(group, []).append((key, i, cfg, row, source, pin))
+                         str(e.get("image") or ""), pin.repo, own)
+                jobs.setdefault(group, []).append((key, i, cfg, row, source, pin, syn))
     with tempfile.TemporaryDirectory(prefix="mn-capture-") as tmp:
         trees = Trees(Path(tmp), a.srt_slurm, a.inferencex, commit)
         for (sha, overlays, setup, gpn, image, repo, own), rows in jobs.items():
             tree = trees.get(sha, overlays, own)
             todo = []
-            for key, i, cfg, _row, _src, pin in rows:
+            for key, i, cfg, _row, _src, pin, syn in rows:
                 if pin.copies_config:
                     trees.copy_config(tree, cfg)
                 if (tree / cfg.split(":", 1)[0]).is_file():
+                    try:
+                        trees.inject(tree, cfg, syn, a.python)
+                    except NotCaptured as err:
+                        missed[(key, i)] = str(err)
+                        continue
                     todo.append(cfg)
                 else:
                     missed[(key, i)] = why_missing(a.inferencex, commit, cfg, repo, sha,
                                                    a.srt_slurm, pin.launcher)
             got = capture_in_tree(tree, sorted(set(todo)), image, a.python, setup, gpn) \
                 if todo else {}
-            for key, i, cfg, row, source, pin in rows:
+            for key, i, cfg, row, source, pin, _syn in rows:
                 if (key, i) in missed:
                     continue
                 try:

@@ -12,6 +12,7 @@ it stood at the InferenceX commit's date (multinode_capture.resolve_ref)."""
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass, field
 
 NV = "NVIDIA/srt-slurm"
@@ -31,6 +32,8 @@ class Pin:
     # the launcher also copies the row's own CONFIG_FILE from InferenceX's srt-slurm-recipes
     # over the checkout where InferenceX has it
     copies_config: bool = False
+    # the launcher runs runners/inject_synthetic_acceptance.py on the recipe before srtctl
+    injects_synthetic: bool = False
     notes: list[str] = field(default_factory=list)
 
 
@@ -53,8 +56,8 @@ def gb200_nv(k: dict, power: bool) -> Pin:
     ag = k["agentic"]
     setup = "install-torchao.sh" if fw == "dynamo-sglang" else None
 
-    def pin(ref: str, ov=(), repo: str = NV) -> Pin:
-        return Pin(repo, ref, ov, setup, lz, 4)
+    def pin(ref: str, ov=(), repo: str = NV) -> Pin:  # line 709 injects synthetic acceptance
+        return Pin(repo, ref, ov, setup, lz, 4, injects_synthetic=True)
 
     if ag and m == "glm5.2" and p == "fp4" and fw == "dynamo-sglang":
         return pin("v1.0.50", _ov("sglang/glm5.2/gb200-fp4/agentic"))
@@ -98,8 +101,8 @@ def gb300_nv(k: dict, power: bool) -> Pin:
     lz, fw, m, p = "runners/launch_gb300-nv.sh", k["framework"], k["prefix"], k["precision"]
     ag = k["agentic"]
 
-    def pin(ref: str, ov=()) -> Pin:
-        return Pin(NV, ref, ov, None, lz, 4)
+    def pin(ref: str, ov=()) -> Pin:  # line 526 injects synthetic acceptance
+        return Pin(NV, ref, ov, None, lz, 4, injects_synthetic=True)
 
     if ag and fw == "dynamo-trt" and m == "qwen3.5":
         return pin("v1.0.50", _ov("trtllm/qwen3.5/gb300-fp4/disagg/agentx"))
@@ -180,8 +183,8 @@ def b200_nscale(k: dict, power: bool) -> Pin:
     """runners/launch_b200-nscale-slurm.sh@843c6254 lines 67-94."""
     lz, fw, m = "runners/launch_b200-nscale-slurm.sh", k["framework"], k["prefix"]
 
-    def pin(ref: str, ov=()) -> Pin:
-        return Pin(NV, ref, ov, None, lz, 8)
+    def pin(ref: str, ov=()) -> Pin:  # line 232 injects synthetic acceptance
+        return Pin(NV, ref, ov, None, lz, 8, injects_synthetic=True)
 
     if k["agentic"] and m == "kimik3":
         return pin("217f9438", _ov("vllm/kimi-k3/agentic"))
@@ -227,6 +230,30 @@ LAUNCHERS = {"gb200-nv": gb200_nv, "gb300-nv": gb300_nv, "b300-nv": b300_nv,
              "b200-dgxc": b200_dgxc, "b200-dgxc-slurm": b200_dgxc,
              "b200-nscale-slurm": b200_nscale, "h200-dgxc-slurm": h200_dgxc,
              "h100-dgxc-slurm": h100_dgxc}
+
+
+def uses_power(ix_git: str, commit: str, cfg: str) -> bool:
+    """The launcher's dcgm-power test: InferenceX's copy of the recipe carries a telemetry
+    block with `provider: dcgm-power` and `enabled: true` (launch_gb200-nv.sh@843c6254)."""
+    rel = cfg.split(":", 1)[0]
+    rel = rel[len("recipes/"):] if rel.startswith("recipes/") else rel
+    try:
+        text = subprocess.run(["git", "-C", ix_git, "show", f"{commit}:{R}{rel}"],
+                              check=True, capture_output=True, text=True).stdout
+    except subprocess.CalledProcessError:
+        return False
+    block, on, prov = False, False, False
+    for line in text.splitlines():
+        if line.startswith("telemetry:"):
+            block = True
+            continue
+        if block and line[:1] not in (" ", ""):
+            block = False
+        if block and line == "  provider: dcgm-power":
+            prov = True
+        if block and line == "  enabled: true":
+            on = True
+    return on and prov
 
 
 def pin_for(launcher: str, key: dict, power: bool) -> Pin | None:

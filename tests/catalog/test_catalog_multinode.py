@@ -204,11 +204,14 @@ def _git(cwd: Path, *args: str) -> None:
 TP2_DECODE = {"num-worker": 1, "tp": 2, "ep": 1, "dp-attn": False}
 
 
-def _fixture_repos(tmp: Path, decode: dict | None = None) -> tuple[Path, Path]:
+def _fixture_repos(tmp: Path, decode: dict | None = None, settings: tuple[str, ...] = (),
+                   injector: str | None = None) -> tuple[Path, Path]:
     """An InferenceX-shaped repo with one multi-node key (launched by launch_gb200-nv.sh's
     dynamo-vllm/dsv4 branch: srt-slurm v1.0.31 with vllm/deepseek-v4 copied over) and an
     srt-slurm-shaped repo holding the stand-in srtctl at tag v1.0.31. The stand-in deploys
-    decode as one instance on 2 GPUs; `decode` is the master row's decode pool."""
+    decode as one instance on 2 GPUs; `decode` is the master row's decode pool, `settings`
+    more of the row's additional-settings, `injector` the text of a stand-in
+    runners/inject_synthetic_acceptance.py."""
     srt, ix = tmp / "srt", tmp / "ix"
     shutil.copytree(FIXTURE / "src", srt / "src")
     (srt / "recipes").mkdir()
@@ -224,12 +227,17 @@ def _fixture_repos(tmp: Path, decode: dict | None = None) -> tuple[Path, Path]:
                      "conc-list": [4],
                      "prefill": {"num-worker": 1, "tp": 4, "ep": 1, "dp-attn": False,
                                  "additional-settings": [
-                                     "CONFIG_FILE=recipes/vllm/deepseek-v4/tiny.yaml"]},
+                                     "CONFIG_FILE=recipes/vllm/deepseek-v4/tiny.yaml",
+                                     *settings]},
                      "decode": decode or TP2_DECODE}]}]}}
     (ix / "configs").mkdir()
     (ix / "configs/nvidia-master.yaml").write_text(yaml.safe_dump({"tiny-key": entry}))
     (ix / "configs/amd-master.yaml").write_text("{}\n")
     (ix / "configs/runners.yaml").write_text("labels: {\"cluster:gb200-nv\": [gb200-nv_0]}\n")
+    if injector:
+        (ix / "runners/synthetic_injectors").mkdir(parents=True)
+        (ix / "runners/synthetic_injectors/__init__.py").write_text("")
+        (ix / "runners/inject_synthetic_acceptance.py").write_text(injector)
     _git(ix, "init", "-q", "-b", "main")
     _git(ix, "add", "-A")
     _git(ix, "commit", "-qm", "ix")
@@ -388,3 +396,36 @@ def test_the_h200_launcher_copies_the_rows_own_recipe() -> None:
     got = list(_rows_with_deployments(path))
     assert len(got) == 3 and all("disagg-h200-2p2d-pcp8-tp8-dp8-mtp" in d["source"]
                                  for _, _, d, _ in got)
+
+
+# A stand-in for upstream's injector: appends what it was given to the recipe's decode args,
+# in place, as runners/inject_synthetic_acceptance.py rewrites speculative-config.
+INJECTOR = """import os, sys
+from pathlib import Path
+path = Path(sys.argv[1])
+text = path.read_text().replace(
+    'decode: ["--dp", "2"]',
+    'decode: ["--dp", "2", "--synthetic=%s:%s:%s"]' % (
+        os.environ["SYNTHETIC_ACCEPTANCE_LENGTH"], sys.argv[2], os.environ["MODEL_PREFIX"]))
+path.write_text(text)
+"""
+
+
+def test_a_synthetic_acceptance_row_is_captured_with_upstreams_injection(
+        tmp_path: Path) -> None:
+    """A row with SYNTHETIC_ACCEPTANCE=true: InferenceX's injector runs on the recipe before
+    srtctl (launch_gb200-nv.sh line 709), with the row's length, framework and model prefix,
+    and the captured decode argv carries what it wrote."""
+    ix, srt = _fixture_repos(tmp_path, settings=("SYNTHETIC_ACCEPTANCE=true",
+                                                 "SYNTHETIC_ACCEPTANCE_LENGTH=2.49"),
+                             injector=INJECTOR)
+    out = tmp_path / "out"
+    run = _capture_cli(ix, srt, out)
+    assert run.returncode == 0, run.stderr[-2000:]
+    [(_i, _row, dep, _extra)] = list(_rows_with_deployments(out / "tiny-key.yaml"))
+    [decode] = [r for r in dep["roles"] if r["role"] == "decode"]
+    assert "--synthetic=2.49:dynamo-vllm:dsv4" in decode["argv"]
+    assert "SYNTHETIC_ACCEPTANCE_LENGTH=2.49 injected by runners/inject_synthetic_acceptance" \
+        in dep["source"]
+    [prefill] = [r for r in dep["roles"] if r["role"] == "prefill"]
+    assert not any(a.startswith("--synthetic") for a in prefill["argv"])
