@@ -74,7 +74,7 @@ def explain(f: dict[str, float]) -> str:
     if not math.isfinite(f.get("cost_plain_steps", math.nan)):
         if math.isfinite(f.get("tokens_per_step", math.nan)):
             return (f"{f['tokens_per_step']:.2f} tokens per step; no plain point at this load "
-                    "to price a step against")
+                    "(nothing to price a step against)")
         return "no speculative counters on this point (published row, or metrics off)"
     if not math.isfinite(f["verify_cost_plain_steps"]):
         return (f"{f['tokens_per_step']:.2f} tokens per step at {f['cost_plain_steps']:.2f} "

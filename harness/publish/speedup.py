@@ -152,6 +152,10 @@ def group_series(points: Iterable[dict[str, Any]], include_invalid: bool = False
     for p in points:
         if p.get("status", "ok") != "ok" or not (include_invalid or p.get("valid", True)):
             continue
+        if p.get("rate") is not None:
+            # an open-loop point's load is its arrival rate; its `conc` is the in-flight cap
+            # (0: none), not a concurrency to compare at (nor to interpolate in log2 of)
+            continue
         base, cfg = base_key(p), spec_config(p)
         s = out.setdefault((base, cfg), Series(base, cfg))
         s.by_conc.setdefault(int(p["conc"]), []).append(p)

@@ -45,14 +45,19 @@ def capacity_figures(searches: Sequence[dict[str, Any]],
                     shapes.append(_vline(load, color))
             unit = " ms" if c.key.endswith("_ms") else ""
             name = label(c.key, with_unit=False)
-            title = (f"{s['job']}: {name} {'<=' if c.upper else '>='} {c.bound:g}{unit} · "
-                     f"{_outcome(s)} · {s.get('num_points')} points")
+            n = s.get("num_points")
+            # the run as well as the job: every run's first job is job0
+            title = (f"{Path(s['run_dir']).name} · {s['job']}: {name} "
+                     f"{'<=' if c.upper else '>='} {c.bound:g}{unit} · "
+                     f"{search_outcome(s)} · {n} point{'' if n == 1 else 's'}")
             figs.append({"data": data, "layout": {
                 "title": {"text": title, "font": {"size": 13}}, "shapes": shapes,
                 # log, as the speculation view's load axis: loads double
                 "xaxis": {"title": {"text": _AXIS_NAMES.get(axis, axis)},
                           "type": "log" if measured and all(x > 0 for x, _ in measured)
-                          else "linear"},
+                          else "linear",
+                          # ticked at the loads measured, as the speculation view's axis
+                          "tickvals": sorted({x for x, _ in measured})},
                 "yaxis": {"title": {"text": label(c.key)}},
                 "margin": {"t": 50, "r": 20, "b": 50, "l": 60}, "height": 360}})
     return figs
@@ -62,8 +67,9 @@ _AXIS_NAMES = {"concurrency": "concurrency (requests in flight)",
                "rate": "arrival rate (req/s)"}
 
 
-def _outcome(s: dict[str, Any]) -> str:
-    """The search's answer in words; a bound it never found is said, not printed as None."""
+def search_outcome(s: dict[str, Any]) -> str:
+    """The search's answer in words (a search/<job>.json or SloSearch.result); a bound it
+    never found is said, not printed as None."""
     hp, lf = s.get("highest_passing"), s.get("lowest_failing")
     passing = (f"highest passing {hp:g}" if isinstance(hp, int | float)
                else "no load passed")

@@ -84,8 +84,10 @@ function renderCompare(pts, xa, ya, load) {
     document.getElementById("compare-dates").value === "latest"
       ? "Each series' latest date in the range; `harness speculation` reads every date (dates: all in range gives its numbers)."
       : "Every date in the range on one frontier, as `harness speculation` reads them."));
+  // a source column only where a published row is in view (ours have none to link)
+  const sourced = rows.some(r => r.source);
   const head = el("tr");
-  for (const h of ["series", "date", `target: ${xName(xk)} (tok/s/user)`, "tok/s/GPU", `$/Mtok (${tier})`, "frontier range", "source"]) head.appendChild(el("th", {}, h));
+  for (const h of ["series", "date", `target: ${xName(xk)} (tok/s/user)`, "tok/s/GPU", `$/Mtok (${tier})`, "frontier range", ...(sourced ? ["source"] : [])]) head.appendChild(el("th", {}, h));
   table.appendChild(head);
   for (const r of rows) {
     const tr = el("tr", {"data-series": r.series, "data-target": String(r.target)});
@@ -95,9 +97,11 @@ function renderCompare(pts, xa, ya, load) {
     cell(tr, valueText(r.tput, r.clamped), {"data-metric": "tput_per_gpu", "data-value": String(r.tput), "data-clamped": String(!!r.clamped)});
     cell(tr, valueText(r.cost, r.clamped), {"data-metric": "cost", "data-value": String(r.cost), "data-clamped": String(!!r.clamped)});
     cell(tr, r.range ? `${r.range[0].toPrecision(4)}–${r.range[1].toPrecision(4)}` : "no valid frontier");
-    const td = el("td");
-    if (r.source) td.appendChild(el("a", {href: r.source, class: "source"}, "source"));
-    tr.appendChild(td);
+    if (sourced) {
+      const td = el("td");
+      if (r.source) td.appendChild(el("a", {href: r.source, class: "source"}, "source"));
+      tr.appendChild(td);
+    }
     table.appendChild(tr);
   }
   // nothing interpolated (no valid frontier in view): no empty bar charts, a sentence instead
@@ -117,16 +121,28 @@ function renderCompare(pts, xa, ya, load) {
   }
   const traces = [];
   targets.forEach((t, j) => {
-    const rt = rows.filter(r => r.target === t);
-    const marker = {color: DATA.palette[j % DATA.palette.length]};
-    traces.push({type: "bar", name: `${xName(xk)} = ${t}`, x: rt.map(r => r.series), y: rt.map(r => r.tput), legendgroup: String(t), marker});
-    traces.push({type: "bar", name: `${xName(xk)} = ${t}`, x: rt.map(r => r.series), y: rt.map(r => r.cost), xaxis: "x2", yaxis: "y2", legendgroup: String(t), showlegend: false, marker});
+    // unclamped rows first: the legend draws a trace with its first bar's hatching
+    const rt = rows.filter(r => r.target === t).sort((a, b) => Number(!!a.clamped) - Number(!!b.clamped));
+    // a clamped value (the target outside the frontier: "–" in the table) is hatched, never
+    // drawn as if it were interpolated
+    const marker = {color: DATA.palette[j % DATA.palette.length],
+      pattern: {shape: rt.map(r => (r.clamped ? "/" : "")), fgcolor: "#fff", solidity: 0.5}};
+    const hover = rt.map(r => (r.clamped ? "outside the frontier: clamped to its edge" : "interpolated on the frontier"));
+    const bar = {type: "bar", name: `${xName(xk)} = ${t}`, x: rt.map(r => r.series), legendgroup: String(t), marker,
+      text: hover, hovertemplate: "%{x}<br>%{y:.4g} (%{text})<extra></extra>", textposition: "none"};
+    traces.push({...bar, y: rt.map(r => r.tput)});
+    traces.push({...bar, y: rt.map(r => r.cost), xaxis: "x2", yaxis: "y2", showlegend: false});
   });
+  const order = [...new Set(rows.map(r => r.series))];
+  const anyClamped = rows.some(r => r.clamped && (r.tput !== null || r.cost !== null));
   Plotly.react("compare-bars", traces, {
-    title: {text: `Throughput per GPU and $/Mtok (${tier}) at target ${xName(xk)}`}, barmode: "group",
+    title: {text: `Throughput per GPU and $/Mtok (${tier}) at target ${xName(xk)}` +
+      (anyClamped ? "<br><sub>hatched: the target is outside the series' frontier; the bar is its edge's value (clamped)</sub>" : "")},
+    barmode: "group",
     grid: {rows: 2, columns: 1, pattern: "independent"},
     yaxis: {title: {text: "tok/s/GPU"}}, yaxis2: {title: {text: `$/Mtok (${tier})`}},
-    xaxis: {showticklabels: false}, margin: {t: 60, r: 20, b: 200, l: 80}, height: 760,
+    xaxis: {showticklabels: false, categoryorder: "array", categoryarray: order},
+    xaxis2: {categoryorder: "array", categoryarray: order}, margin: {t: 60, r: 20, b: 200, l: 80}, height: 760,
   }, PLOT_CONFIG);
 }
 
@@ -186,5 +202,8 @@ function renderTrend(pts, xa, ya, load) {
     xaxis: {title: {text: by}, type: "category", categoryorder: by === "date" ? "category ascending" : "trace"}, yaxis: {title: {text: ya.label}},
     legend: {orientation: "h", y: -0.3}, margin: {t: 60, r: 20, b: 140, l: 80},
   }, PLOT_CONFIG);
-  count.textContent = `${traces.length} series with a value at the target`;
+  // a series with a value on one date only is a lone dot beside the lines: say which
+  const lone = traces.filter(t => t.x.length < 2).map(t => t.name);
+  count.textContent = `${traces.length} series with a value at the target` + (lone.length
+    ? `; on one ${by} only (a dot, no trend): ${lone.join("; ")}` : "");
 }

@@ -167,7 +167,11 @@ function renderFrontier(pts, xa, ya, load) {
     const color = DATA.palette[i++ % DATA.palette.length];
     const pub = sp.some(p => p.published);
     const front = seriesFrontier(sp, xa, ya, canonical);
-    const shown = optimal ? front : sp.filter(p => finite(p[xa.key]) && finite(p[ya.key]));
+    // valid plain points first: the legend draws a series with its first point's marker,
+    // which must not be an invalid point's x or (in a merged agentic series) a triangle
+    const rank = p => (p.valid ? 0 : 2) + (isSpeculative(p) ? 1 : 0);
+    const shown = (optimal ? front : sp.filter(p => finite(p[xa.key]) && finite(p[ya.key])))
+      .slice().sort((a, b) => rank(a) - rank(b));
     traces.push({
       type: "scatter", mode: "markers", name: series, legendgroup: series,
       x: shown.map(p => p[xa.key]), y: shown.map(p => p[ya.key]),
@@ -218,8 +222,10 @@ function renderSources(pts) {
     li.appendChild(el("a", {href: url}, url));
     ul.appendChild(li);
   }
-  // no published rows in view: no "Sources:" line with nothing under it
+  // no published rows in view: no "Sources:" line with nothing under it, and no legend for
+  // markers that are not drawn
   document.getElementById("sources-box").hidden = !urls.length;
+  document.getElementById("published-note").hidden = !pts.some(p => p.published);
 }
 
 // View state <-> URL hash, so a link reproduces a view.

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from harness.record.catalogue import metric
+from harness.record.workload_traits import traits_of
 
 # Keys the catalogue does not describe, as a reader reads them.
 EXTRA = {
@@ -49,15 +50,16 @@ def label(key: str, with_unit: bool = True, shown: bool = True) -> str:
     Never the key itself unless nothing at all is known about it."""
     if key in EXTRA:
         return EXTRA[key]
+    ms = " (ms)" if with_unit else ""
     m = re.fullmatch(r"slo_(ttft|tpot|e2el)_(ms|met_share)", key)
     if m:
         what = _SLO[m.group(1)]
-        return (f"SLO bound, {what} (ms)" if m.group(2) == "ms"
+        return (f"SLO bound, {what}{ms}" if m.group(2) == "ms"
                 else f"Share of requests meeting the {what} SLO")
     m = _STAT.fullmatch(key)
     if m:
         stat = "median" if m.group(1) == "median" else m.group(1)
-        return f"{_SLO.get(m.group(2), m.group(2).upper())}, {stat} (ms)"
+        return f"{_SLO.get(m.group(2), m.group(2).upper())}, {stat}{ms}"
     try:
         c = metric(key)
     except KeyError:
@@ -65,6 +67,23 @@ def label(key: str, with_unit: bool = True, shown: bool = True) -> str:
     name = TABLE_ENERGY.get(key) or interactivity_label(c.label)
     unit = c.shown_unit if shown else c.unit
     return f"{name} ({unit})" if with_unit and unit else name
+
+
+def load_text(p: dict[str, Any], short: bool = False) -> str:
+    """A point's load as its run set it: an open-loop point by its arrival rate (its `conc` is
+    the in-flight cap, 0 for none, never a concurrency), a closed-loop one by its concurrency.
+    `short` for sibling links ("c2", "2 req/s")."""
+    rate = p.get("rate")
+    if rate is None:
+        if short:
+            return f"c{p.get('conc')}"
+        counts = traits_of(p).load_means  # what conc counts: requests, session trees, ...
+        return f"concurrency {p.get('conc')}" + (
+            "" if counts == "concurrent requests" else f" ({counts})")
+    if short:
+        return f"{rate:g} req/s"
+    cap = f", cap {p['conc']}" if p.get("conc") else ""
+    return f"rate {rate:g} req/s ({p.get('arrival') or 'open loop'}{cap})"
 
 
 def is_illustrative(p: dict[str, Any]) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from harness.publish import spec_report
 from harness.publish.curves import series_key, series_label, with_costs
 from harness.publish.dashboards.capacity import capacity_figures, read_searches
-from harness.publish.dashboards.labels import CPU_CAVEAT, is_illustrative, label
+from harness.publish.dashboards.labels import CPU_CAVEAT, is_illustrative, label, load_text
 from harness.publish.dashboards.point_page import (
     NO_TELEMETRY,
     SUMMARY_KEYS,
@@ -81,7 +81,7 @@ def _fmt(v: Any) -> str:
 def shape_line(p: dict[str, Any]) -> str:
     """The scenario's shape: fixed ISL/OSL, or for agentic points the distribution the trace
     gave (p50/p90 of prompt and output tokens per request), which has no single ISL/OSL."""
-    head = f"concurrency {p.get('conc')} · {p.get('scenario')}"
+    head = f"{load_text(p)} · {p.get('scenario')}"
     if traits_of(p).fixed_shape:
         return f"{head} (ISL {p.get('isl')}, OSL {p.get('osl')})"
     if p.get("median_input_tokens") is None:
@@ -118,10 +118,11 @@ def hover_lines(p: dict[str, Any]) -> list[str]:
     spec = spec_name(p)
     if spec != "none":
         realised = p.get("spec_realised_al")
-        al = (f"AL requested {_fmt(p.get('spec_acceptance_length'))} "
-              f"({_fmt(p.get('spec_acceptance_source') or p.get('spec_acceptance_mode'))}), "
-              + (f"realised {_fmt(realised)}" if realised is not None
-                 else "realised not observed"))
+        injected = p.get("spec_acceptance_mode") == "injected"
+        al = ((f"AL requested {_fmt(p.get('spec_acceptance_length'))} "
+               f"({_fmt(p.get('spec_acceptance_source') or 'injected')}), ") if injected
+              else f"AL not injected ({_fmt(p.get('spec_acceptance_source') or 'real')}), ") \
+            + (f"realised {_fmt(realised)}" if realised is not None else "realised not observed")
         lines.append(f"speculator {spec} k={_fmt(p.get('spec_k'))} · {al}")
         if p.get("spec_unverified_ok"):
             lines.append("speculation UNVERIFIED: the engine's metrics showed none; the label "
@@ -218,6 +219,23 @@ def reworded_why(why: str | None, p: dict[str, Any], points: Sequence[dict[str, 
         if invalid_plain in uncosted else why
 
 
+def reworded_cost_rows(tables: dict[str, list[dict[str, Any]]],
+                       points: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The speculation view's step-cost rows say what the point pages say: "the plain point
+    at this load is invalid" where it is there but invalid, not "no plain point"."""
+    invalid = {(base_label(base_key(q)), q.get("conc")) for q in points
+               if spec_config(q).plain and q.get("status", "ok") == "ok"
+               and not q.get("valid", True)}
+    valid = {(base_label(base_key(q)), q.get("conc")) for q in points
+             if spec_config(q).plain and q.get("valid", True)}
+    for row in tables.get("cost", []):
+        at = (row.get("base"), row.get("conc"))
+        if at in invalid and at not in valid and isinstance(row.get("why"), str):
+            row["why"] = row["why"].replace("no plain point at this load",
+                                            "the plain point at this load is invalid")
+    return tables
+
+
 def spec_why_index(points: Sequence[dict[str, Any]]) -> dict[tuple, str]:
     """(base, speculator, load) -> the step-cost sentence of harness.publish.spec_cost."""
     rows = cost_rows(group_series(points))
@@ -271,6 +289,7 @@ fieldset { border: 1px solid #ccc; padding: 4px 8px; }
 .spec-table { border-collapse: collapse; margin-bottom: 8px; }
 .spec-table td, .spec-table th { border: 1px solid #ddd; padding: 2px 6px; }
 .spec-table td[data-col="why"], .spec-table td[data-col="note"] { min-width: 28em; }
+.spec-table td[data-col="base"] { min-width: 16em; }
 #spec-al-chart { width: 100%; height: 480px; }
 """
 
@@ -295,7 +314,7 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
         "price_tiers": list(PRICE_TIERS),
         "default_targets": {"requests": [20, 40, 60], "sessions": [1, 2, 5]},
         # where speculation pays (harness/publish/speedup.py), computed from every point
-        "speculation": _json_safe(spec_report.build(points)),
+        "speculation": _json_safe(reworded_cost_rows(spec_report.build(points), points)),
         "capacity": capacity or [],
     }
     js, telemetry_note = _page_js(), _telemetry_note(pts)
@@ -312,8 +331,8 @@ def render_page(points: Sequence[dict[str, Any]], title: str, out: Path | None =
 <div id="count"></div>
 {telemetry_note}
 <div id="view-frontier"><div id="chart"></div>
-<p>Markers open the point's page; <b>x</b> marks an invalid point (never on a frontier);
-diamonds and dashed curves are published InferenceX rows.</p>
+<p>Markers open the point's page; <b>x</b> marks an invalid point (never on a frontier)<span
+id="published-note" hidden>; diamonds and dashed curves are published InferenceX rows</span>.</p>
 <p id="spec-marker-note" hidden>Outlined triangles are speculative points, on the same curve as
 the plain points (circles) they merge with; the tooltip names the speculator and its k.</p>
 <div id="sources-box" hidden><p>Sources of the published rows:</p><ul id="sources"></ul></div>

@@ -53,7 +53,7 @@ function header() {
   };
   if (i > 0) link(P.siblings[i - 1], "< previous", "prev");
   P.siblings.forEach((s, j) => {
-    const what = `c${s.conc}${s.spec ? " " + s.spec : ""} ${s.date || ""}`;
+    const what = `${s.load || "c" + s.conc}${s.spec ? " " + s.spec : ""} ${s.date || ""}`;
     if (j === i) nav.appendChild(el("span", {class: "current"}, `${what} `));
     else link(s, `${what}${s.valid ? "" : " (invalid)"}`);
   });
@@ -69,13 +69,16 @@ function validity() {
   const t = document.getElementById("validity");
   t.hidden = false;
   const passed = rows.filter(r => r.result === "pass").length;
-  const cap = el("caption", {id: "validity-count"}, `${passed} of ${rows.length} rules pass`);
+  // a rule set to warn that breached: the point was kept, the rule did not pass (validity_rows.py)
+  const warned = rows.filter(r => r.result.startsWith("warning")).length;
+  const cap = el("caption", {id: "validity-count"}, `${passed} of ${rows.length} rules pass` +
+    (warned ? `, ${warned} kept with a warning` : ""));
   t.appendChild(cap);
   const head = el("tr");
   for (const h of ["rule", "result", "observed", "bound", "note (a failure and its fix)"]) head.appendChild(el("th", {}, h));
   t.appendChild(head);
   for (const r of rows) {
-    const tr = el("tr", {class: r.result === "pass" ? "pass" : "invalid", "data-rule": r.rule});
+    const tr = el("tr", {class: r.result === "pass" ? "pass" : r.result.startsWith("warning") ? "warned" : "invalid", "data-rule": r.rule});
     for (const k of ["rule", "result", "observed", "bound", "detail"]) tr.appendChild(el("td", {"data-col": k}, r[k]));
     t.appendChild(tr);
   }

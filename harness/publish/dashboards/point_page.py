@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 import orjson
 
-from harness.publish.dashboards.labels import CPU_CAVEAT, TABLE_ENERGY, is_illustrative, label
+from harness.publish.dashboards.labels import (
+    CPU_CAVEAT,
+    TABLE_ENERGY,
+    is_illustrative,
+    label,
+    load_text,
+)
 from harness.publish.dashboards.point_data import point_payload
 from harness.publish.dashboards.validity_rows import shown as _shown
 from harness.publish.dashboards.validity_rows import validity_rows
@@ -74,11 +80,14 @@ def siblings(points: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]
         groups[(p.get("series"), p.get("scenario"))].append(p)
     out = {}
     for group in groups.values():
-        group.sort(key=lambda q: (q.get("conc") or 0, str(q.get("date")), q["point_id"]))
+        # closed-loop loads first, then open-loop rates (a rate point's conc is its cap)
+        group.sort(key=lambda q: (q.get("rate") is not None, q.get("rate") or 0,
+                                  q.get("conc") or 0, str(q.get("date")), q["point_id"]))
         # one agentic series holds plain and speculative points: each link says which
         specs = [spec_label(q) for q in group]
         mixed = len(set(specs)) > 1
         nav = [{"point_id": q["point_id"], "run_id": q.get("run_id"), "conc": q.get("conc"),
+                "load": load_text(q, short=True),
                 "date": q.get("date"), "valid": q.get("valid"), "page": q["page"],
                 "spec": spec if mixed else ""}
                for q, spec in zip(group, specs, strict=True)]
@@ -118,6 +127,12 @@ def summary_rows(p: dict[str, Any]) -> list[list[str]]:
         if v is None or (k in POWER_KEYS and not p.get("has_telemetry")):
             continue
         if k == "spec_k" and spec_name(p) == "none":  # a plain point drafts nothing
+            continue
+        if k == "conc" and p.get("rate") is not None:  # open loop: conc is the in-flight cap
+            rows.append(["In-flight cap (open loop)", _shown(v) if v else "none"])
+            continue
+        if k == "conc" and traits_of(p).load_means != "concurrent requests":
+            rows.append([f"Concurrency ({traits_of(p).load_means})", _shown(v)])
             continue
         try:
             scale = metric(k).scale
@@ -230,7 +245,7 @@ def render_point(p: dict[str, Any], data: dict[str, Any], nav: list[dict[str, An
     if shown:  # a fixed series' label names the speculator: say it once, there, with its k
         series = series.replace(named, f" · {spec}", 1) if named in series \
             else f"{series} · {spec}"
-    title = f"{series} · {p.get('scenario')} · concurrency {p.get('conc')}"
+    title = f"{series} · {p.get('scenario')} · {load_text(p)}"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(title)}</title>
@@ -243,6 +258,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #ddd; padding
 .invalid {{ color: #b00; font-weight: bold; }}
 #validity caption {{ text-align: left; font-weight: bold; padding: 4px 0; }}
 #validity tr.pass td[data-col="result"] {{ color: #070; }}
+#validity tr.warned td {{ color: #8a5a00; }}
 </style></head>
 <body>
 <p><a id="back" href="{html.escape(dashboard_href)}">&larr; dashboard</a></p>

@@ -83,6 +83,8 @@ function noSpeedupText(scen) {
   return "No speculative series with a matching plain series (same model, chip, engine, precision, scenario) in this scenario.";
 }
 
+function loadTicks(rows) { return [...new Set(rows.map(r => r.conc))].sort((a, b) => a - b); }
+
 function inScenario(row, scen) { return String(row.base || "").includes(` · ${scen}`); }
 
 function renderSpeculation(scen) {
@@ -108,7 +110,10 @@ function renderSpeculation(scen) {
   if (!rows.length) Plotly.purge(chart);
   else Plotly.react("spec-chart", traces, {
     title: {text: "Interactivity, speculative / plain, at equal concurrency"},
-    xaxis: {title: {text: "concurrency"}, type: "log"}, yaxis: {title: {text: "speedup (x)"}},
+    // log, as the capacity chart's load axis (loads double), ticked at the loads measured:
+    // plotly's own ticks on a short log range (2, 2.2, 2.4, ...) read as a linear axis
+    xaxis: {title: {text: "concurrency (requests in flight)"}, type: "log", tickvals: loadTicks(rows)},
+    yaxis: {title: {text: "speedup (x)"}}, showlegend: true,
     shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: {dash: "dot", color: "#888"}}],
     legend: {orientation: "h", y: -0.25}, margin: {t: 60, r: 20, b: 120, l: 80},
   }, PLOT_CONFIG);
@@ -153,7 +158,7 @@ function renderAlChart(scen) {
   Plotly.react(div, traces, {
     title: {text: "Interactivity speedup against acceptance length (injected)"},
     xaxis: {title: {text: "acceptance length, injected (tokens per step)"}},
-    yaxis: {title: {text: "speedup (x)"}},
+    yaxis: {title: {text: "speedup (x)"}}, showlegend: true,
     shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: {dash: "dot", color: "#888"}}],
     legend: {orientation: "h", y: -0.25}, margin: {t: 60, r: 20, b: 120, l: 80},
   }, PLOT_CONFIG);
