@@ -135,6 +135,9 @@ class Deployment:
     """A search-space row's multi-node launch, captured from upstream's own files."""
 
     source: str = ""  # what generated it: repository@commit, path, the command that ran
+    # the acceptance length upstream's runners/inject_synthetic_acceptance.py forced on the
+    # workers' drafts (the row's SYNTHETIC_ACCEPTANCE_LENGTH); None: they draft for real
+    synthetic_acceptance_length: float | None = None
     image: str | None = None  # the workers' container image
     gpus_per_node: int = 0  # GPUs per node in upstream's cluster
     nodes: int = 0  # nodes the whole allocation takes upstream
