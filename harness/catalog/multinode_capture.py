@@ -272,18 +272,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+Job = tuple[str, int, str, dict, str, Pin, "tuple | None"]
+
+
 def capture_all(a, masters: dict, commit: str, when: str, runners: dict
                 ) -> tuple[dict[tuple[str, int], dict], dict[tuple[str, int], str]]:
     """Every srt-slurm row's deployment, or why it is not captured."""
     deps: dict[tuple[str, int], dict[str, Any]] = {}
     missed: dict[tuple[str, int], str] = {}
+    jobs = _group_rows(a, masters, commit, when, runners, missed)
+    with tempfile.TemporaryDirectory(prefix="mn-capture-") as tmp:
+        trees = Trees(Path(tmp), a.srt_slurm, a.inferencex, commit)
+        for group, rows in jobs.items():
+            _capture_group(a, trees, group, rows, commit, deps, missed)
+    return deps, missed
+
+
+def _group_rows(a, masters: dict, commit: str, when: str, runners: dict,
+                missed: dict[tuple[str, int], str]) -> dict[tuple, list[Job]]:
+    """The srt-slurm rows to capture, grouped by the tree they are captured in; rows whose
+    launch cannot be planned go to `missed` with the reason."""
     shas: dict[str, str] = {}
-    jobs: dict[tuple, list[tuple[str, int, str, dict, str, Pin, tuple | None]]] = {}
+    jobs: dict[tuple, list[Job]] = {}
     for master in masters.values():
         for key, e in master.items():
-            if not (isinstance(e, dict) and e.get("multinode")):
-                continue
-            if a.keys and key not in a.keys:
+            if not (isinstance(e, dict) and e.get("multinode")) or (a.keys and key not in a.keys):
                 continue
             k = {"framework": e["framework"], "prefix": e["model-prefix"],
                  "precision": e["precision"],
@@ -311,45 +324,47 @@ def capture_all(a, masters: dict, commit: str, when: str, runners: dict
                 group = (sha, pin.overlays, pin.setup_script, pin.gpus_per_node,
                          str(e.get("image") or ""), pin.repo, own)
                 jobs.setdefault(group, []).append((key, i, cfg, row, source, pin, syn))
-    with tempfile.TemporaryDirectory(prefix="mn-capture-") as tmp:
-        trees = Trees(Path(tmp), a.srt_slurm, a.inferencex, commit)
-        for (sha, overlays, setup, gpn, image, repo, own), rows in jobs.items():
-            tree = trees.get(sha, overlays, own)
-            todo = []
-            for key, i, cfg, _row, _src, pin, syn in rows:
-                if pin.copies_config:
-                    trees.copy_config(tree, cfg)
-                if (tree / cfg.split(":", 1)[0]).is_file():
-                    try:
-                        trees.inject(tree, cfg, syn, a.python)
-                    except NotCaptured as err:
-                        missed[(key, i)] = str(err)
-                        continue
-                    todo.append(cfg)
-                else:
-                    missed[(key, i)] = why_missing(a.inferencex, commit, cfg, repo, sha,
-                                                   a.srt_slurm, pin.launcher)
-            got = capture_in_tree(tree, sorted(set(todo)), image, a.python, setup, gpn) \
-                if todo else {}
-            for key, i, cfg, row, source, pin, _syn in rows:
-                if (key, i) in missed:
-                    continue
-                try:
-                    cap = got[cfg]
-                    if isinstance(cap, str) and cap.startswith(REFUSED):
-                        raise NotCaptured(why_refused(cap[len(REFUSED):], a.inferencex, commit,
-                                                      cfg, repo, pin.ref, a.srt_slurm,
-                                                      pin.launcher))
-                    if isinstance(cap, str):
-                        raise NotCaptured(cap)
-                    dep = deployment(cap, source)
-                    check_pools(dep, row)
-                    deps[(key, i)] = dep
-                except NotCaptured as err:
-                    missed[(key, i)] = str(err)
-            print(f"{repo}@{sha[:12]}: {sum((k, i) in deps for k, i, *_ in rows)}/{len(rows)} "
-                  "rows captured", file=sys.stderr)
-    return deps, missed
+    return jobs
+
+
+def _capture_group(a, trees: Trees, group: tuple, rows: list[Job], commit: str,
+                   deps: dict[tuple[str, int], dict], missed: dict[tuple[str, int], str]
+                   ) -> None:
+    """Capture the rows of one prepared srt-slurm tree into `deps` (or `missed`)."""
+    sha, overlays, setup, gpn, image, repo, own = group
+    tree = trees.get(sha, overlays, own)
+    todo = []
+    for key, i, cfg, _row, _src, pin, syn in rows:
+        if pin.copies_config:
+            trees.copy_config(tree, cfg)
+        if (tree / cfg.split(":", 1)[0]).is_file():
+            try:
+                trees.inject(tree, cfg, syn, a.python)
+            except NotCaptured as err:
+                missed[(key, i)] = str(err)
+                continue
+            todo.append(cfg)
+        else:
+            missed[(key, i)] = why_missing(a.inferencex, commit, cfg, repo, sha,
+                                           a.srt_slurm, pin.launcher)
+    got = capture_in_tree(tree, sorted(set(todo)), image, a.python, setup, gpn) if todo else {}
+    for key, i, cfg, row, source, pin, syn in rows:
+        if (key, i) in missed:
+            continue
+        try:
+            cap = got[cfg]
+            if isinstance(cap, str) and cap.startswith(REFUSED):
+                raise NotCaptured(why_refused(cap[len(REFUSED):], a.inferencex, commit,
+                                              cfg, repo, pin.ref, a.srt_slurm, pin.launcher))
+            if isinstance(cap, str):
+                raise NotCaptured(cap)
+            dep = synthetic.with_length(deployment(cap, source), syn[0] if syn else None)
+            check_pools(dep, row)
+            deps[(key, i)] = dep
+        except NotCaptured as err:
+            missed[(key, i)] = str(err)
+    print(f"{repo}@{sha[:12]}: {sum((k, i) in deps for k, i, *_ in rows)}/{len(rows)} "
+          "rows captured", file=sys.stderr)
 
 
 def _plan(a, e: dict, k: dict, row: dict, runners: dict, commit: str, when: str,

@@ -54,3 +54,16 @@ def inject(ix_root: Path, recipe: Path, framework: str, prefix: str, al: str,
         last = [ln for ln in (out.stderr + out.stdout).splitlines() if ln.strip()][-1:]
         raise NotCaptured("runners/inject_synthetic_acceptance.py refused the recipe: "
                           f"{(last or ['(no message)'])[0][:300]}")
+
+
+def with_length(dep: dict[str, Any], al: str | None) -> dict[str, Any]:
+    """The captured deployment with the length the injector forced, as a field beside its
+    source (`Deployment.synthetic_acceptance_length`): what engine=multinode's acceptance plan
+    reads. `al` None: the row does not inject, the deployment is returned as it is."""
+    if al is None:
+        return dep
+    if not al:  # the injector looked the length up itself: which one is not known here
+        raise NotCaptured("SYNTHETIC_ACCEPTANCE=true without a SYNTHETIC_ACCEPTANCE_LENGTH: "
+                          "the length the injector looks up is not recorded")
+    out = {"source": dep.get("source", ""), "synthetic_acceptance_length": float(al)}
+    return {**out, **{k: v for k, v in dep.items() if k not in out}}
