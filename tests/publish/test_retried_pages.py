@@ -168,6 +168,7 @@ def test_speculation_view_reads_why_and_ticks_the_loads_measured(site, tab) -> N
           "document.getElementById('spec-chart').data !== undefined")
     x = tab.evaluate("document.getElementById('spec-chart').layout.xaxis")
     assert x["type"] == "log" and x["tickvals"] == [2, 4]  # c1's plain point is invalid
+    assert x["title"]["text"] == "concurrency (requests in flight)"
     assert tab.evaluate("document.getElementById('spec-chart').layout.showlegend") is True
     why = dict(zip(tab.locator('.spec-table[data-table="cost"] td[data-col="conc"]')
                    .all_text_contents(),
@@ -198,6 +199,8 @@ def test_compare_bars_mark_clamped_values_and_no_empty_source_column(site, tab) 
     assert "source" not in heads  # none of ours has a source to link
     bars = tab.evaluate("document.getElementById('compare-bars').data")
     for t in bars:
+        # overlay: hatch lines over the bar's colour (the default replaces it: an invisible bar)
+        assert t["marker"]["pattern"]["fillmode"] == "overlay"
         shapes = t["marker"]["pattern"]["shape"]
         clamped = t["name"].endswith("= 500")
         assert shapes == ["/"] * len(shapes) if clamped else set(shapes) == {""}, t["name"]

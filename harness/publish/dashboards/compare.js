@@ -126,7 +126,7 @@ function renderCompare(pts, xa, ya, load) {
     // a clamped value (the target outside the frontier: "–" in the table) is hatched, never
     // drawn as if it were interpolated
     const marker = {color: DATA.palette[j % DATA.palette.length],
-      pattern: {shape: rt.map(r => (r.clamped ? "/" : "")), fgcolor: "#fff", solidity: 0.5}};
+      pattern: {shape: rt.map(r => (r.clamped ? "/" : "")), fillmode: "overlay", fgcolor: "#fff", solidity: 0.4}};
     const hover = rt.map(r => (r.clamped ? "outside the frontier: clamped to its edge" : "interpolated on the frontier"));
     const bar = {type: "bar", name: `${xName(xk)} = ${t}`, x: rt.map(r => r.series), legendgroup: String(t), marker,
       text: hover, hovertemplate: "%{x}<br>%{y:.4g} (%{text})<extra></extra>", textposition: "none"};

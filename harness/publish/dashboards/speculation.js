@@ -83,6 +83,12 @@ function noSpeedupText(scen) {
   return "No speculative series with a matching plain series (same model, chip, engine, precision, scenario) in this scenario.";
 }
 
+// what a load counts in this scenario (its points' workload traits): requests or session trees
+function loadTitle(scen) {
+  const means = (DATA.points.find(p => p.scenario === scen) || {}).load_means || "concurrent requests";
+  return `concurrency (${means === "concurrent requests" ? "requests in flight" : means})`;
+}
+
 function loadTicks(rows) { return [...new Set(rows.map(r => r.conc))].sort((a, b) => a - b); }
 
 function inScenario(row, scen) { return String(row.base || "").includes(` · ${scen}`); }
@@ -112,7 +118,7 @@ function renderSpeculation(scen) {
     title: {text: "Interactivity, speculative / plain, at equal concurrency"},
     // log, as the capacity chart's load axis (loads double), ticked at the loads measured:
     // plotly's own ticks on a short log range (2, 2.2, 2.4, ...) read as a linear axis
-    xaxis: {title: {text: "concurrency (requests in flight)"}, type: "log", tickvals: loadTicks(rows)},
+    xaxis: {title: {text: loadTitle(scen)}, type: "log", tickvals: loadTicks(rows)},
     yaxis: {title: {text: "speedup (x)"}}, showlegend: true,
     shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: {dash: "dot", color: "#888"}}],
     legend: {orientation: "h", y: -0.25}, margin: {t: 60, r: 20, b: 120, l: 80},
