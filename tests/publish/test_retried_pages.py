@@ -223,3 +223,12 @@ def test_an_agentic_point_says_what_its_concurrency_counts(site, tab) -> None:
     heads = tab.locator("#summary th").all_text_contents()
     assert "Concurrency (session trees)" in heads and "Concurrency (requests in flight)" \
         not in heads
+
+
+def test_export_warnings_name_a_rate_point_by_its_rate(site) -> None:
+    from harness.publish.exports import invalid_warning
+    from harness.record.point_record import PointRecord
+
+    q4 = next(p for p in site["points"] if p["point_id"] == "q4")
+    text = invalid_warning(PointRecord.from_flat(q4))
+    assert f"({SCEN}, rate 4 req/s)" in text and "conc 0" not in text, text

@@ -60,7 +60,9 @@ INVALID_SUFFIX = "_INVALID"
 def _why(rec: PointRecord) -> str:
     i = rec.identity
     why = "; ".join(r.splitlines()[0] for r in rec.reasons) or rec.status
-    return f"point {rec.point_id} ({i.scenario}, conc {i.conc}): {why}"
+    # an open-loop point's load is its rate; its conc is the in-flight cap (0: none)
+    load = f"conc {i.conc}" if i.rate is None else f"rate {i.rate:g} req/s"
+    return f"point {rec.point_id} ({i.scenario}, {load}): {why}"
 
 
 def invalid_warning(rec: PointRecord) -> str:
