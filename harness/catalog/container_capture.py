@@ -24,6 +24,9 @@ PYXIS_CARRIED = ("--container-image", "--container-mounts", "--container-env",
                  "--container-name", "--container-workdir")
 # a mount of credentials is never carried into a recipe
 CREDENTIAL_TARGETS = ("/root/.ssh", "/root/.aws", "/root/.cache/huggingface/token")
+# what upstream mounts for its own benchmark client's sibling container (job.slurm@843c6254
+# CLIENT_DOCKER_MOUNTS: the host's docker socket and CLI); the harness runs its own client
+CLIENT_TARGETS = ("/var/run/docker.sock", "/usr/bin/docker")
 
 
 Plumbing = Callable[[str], bool]  # a host path that is the capture's own (a stand-in program)
@@ -39,7 +42,7 @@ def mount_of(spec: str, model_host: str, log_root: str, plumbing: Plumbing) -> s
     parts = spec.split(":")
     host, target = parts[0], parts[1] if len(parts) > 1 else parts[0]
     opts = parts[2:]
-    if target in CREDENTIAL_TARGETS or host.endswith("/.ssh"):
+    if target in CREDENTIAL_TARGETS or host.endswith("/.ssh") or target in CLIENT_TARGETS:
         return None
     if model_host and (host == model_host or host.startswith(model_host.rstrip("/") + "/")):
         return ":".join(["{model}", "{model}", *opts])

@@ -231,9 +231,11 @@ def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
     image = runs[0]["image"]
     gpn = int(env.get("GPUS_PER_NODE") or runs[0]["container_env"].get("GPUS_PER_NODE") or 8)
     container = runs[0]["container_env"]
-    # every role runs in its node's container (job.slurm's one `docker run` a node)
+    # every role runs in its node's container (job.slurm's one `docker run` of the image a
+    # node; the benchmark client's sibling container, CLIENT_IMAGE, is not a role's)
     options = same_on_every_node({r["node"]: docker_options(r, MODEL_DIR_HOST, LOG_DIR,
-                                                            is_standin) for r in runs})
+                                                            is_standin)
+                                  for r in runs if r["image"] == image})
     records: list[dict[str, Any]] = []
     instances: dict[tuple[str, str], list[dict[str, Any]]] = {}
     model_path = ""
@@ -259,8 +261,10 @@ def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
         else:
             records.append({**rec, "context": {"stage": "frontend"}})
     index: dict[str, int] = {}
-    for (mode, _leader), recs_ in sorted(instances.items(),
-                                         key=lambda kv: MODE_ORDER.index(kv[0][0])):
+    # instances by mode, then by their leader node (the nodes' servers start concurrently:
+    # the records' order is not upstream's)
+    for (mode, _leader), recs_ in sorted(instances.items(), key=lambda kv: (
+            MODE_ORDER.index(kv[0][0]), kv[0][1])):
         recs_.sort(key=lambda x: int(_arg(x["command"], "--node-rank") or 0))
         nodes = [x["nodelist"][0] for x in recs_]
         i = index.setdefault(mode, 0)

@@ -197,12 +197,18 @@ def llmd_deployment(recs: list[dict[str, Any]], env: dict[str, str], source: str
     cap = llmd_cap(recs, env)
     dep = deployment(cap, source)
     anywhere = Normalizer(cap, "", "")
+    by_program: dict[str, list[dict[str, Any]]] = {}
     for r in cap["others"]:
         if r["module"] not in LLMD_HELPERS:
             raise NotCaptured(f"llm-d started {r['module']}, which has no role here")
-        name, kind, port, ready = LLMD_HELPERS[r["module"]]
-        role = _single(cap, name, kind, [_record(r, cap["job_env"], cap["container_image"])],
-                       port, ready)
+        by_program.setdefault(r["module"], []).append(r)
+    for program, group in by_program.items():
+        name, kind, port, ready = LLMD_HELPERS[program]
+        if len(group) > 1:  # a sidecar on every decode node (DEP8): the launcher would move
+            port = ready = None  # a second instance's port, which its argv names literally
+        role = _single(cap, name, kind, [_record(r, cap["job_env"], cap["container_image"])
+                                         for r in group], port, ready)
+        r = group[0]
         # the config files the job wrote (or mounted) before starting it: into the launch
         # dir, the argv and the other files naming them there
         files = r.get("files") or {}

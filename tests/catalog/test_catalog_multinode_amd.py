@@ -80,3 +80,57 @@ def test_upstreams_scripts_run_in_the_sandbox_reproduce_the_shipped_row(tmp_path
     _row, shipped, _extra = _shipped_row0()
     assert multinode.split_additions(got)[0] == yaml.safe_load(
         yaml.safe_dump(shipped).replace("\\${", "${"))
+
+
+def _fixture_deployment(recs: list[dict]) -> dict:
+    return multinode_amd.amd_deployment(multinode_amd.to_cap(recs, {"GPUS_PER_NODE": "8"}),
+                                        "fixture")
+
+
+def test_the_recorded_docker_run_options_become_every_roles_container() -> None:
+    """job.slurm@843c6254's `docker run` options, typed: devices, mounts (the model store as
+    {model}), the rest as upstream's flags; never the environment, the name or a credential."""
+    recs = json.loads(FIXTURE.read_text())
+    for r in recs:  # a credential passed by -e / --env-file must never reach the recipe
+        if r["role"] == "docker-run":
+            r["options"] += [["-e", "HF_TOKEN=hf_secret_value"], ["--env-file", "/root/.env"]]
+    dep = _fixture_deployment(recs)
+    containers = [r["container"] for r in dep["roles"]]
+    assert len(containers) == 3 and all(c == containers[0] for c in containers)
+    c = containers[0]
+    assert c["runtime"] == "docker"
+    assert c["devices"][:3] == ["/dev/dri", "/dev/kfd", "/dev/infiniband"]
+    assert "/dev/infiniband/uverbs7" in c["devices"]
+    # /sys kept; MODEL_DIR:/models is the checkpoint at its own path; /tmp:/run_logs is the
+    # launch dir; ~/.ssh, the checkout, the job's files and the nicctl stand-in are not carried
+    assert c["mounts"] == ["/sys:/sys", "{model}:{model}"]
+    flags = c["options"]
+    assert "--privileged" in flags and "--init" in flags
+    for name, value in (("--ipc", "host"), ("--network", "host"), ("--shm-size", "128G"),
+                        ("--security-opt", "seccomp=unconfined"), ("--cap-add", "SYS_PTRACE"),
+                        ("--group-add", "video"), ("--entrypoint", "")):
+        assert flags[flags.index(name) + 1] == value, name
+    assert [flags[i + 1] for i, f in enumerate(flags) if f == "--ulimit"] == [
+        "memlock=-1", "stack=67108864", "nofile=1048576:1048576"]
+    text = repr(c)
+    for gone in ("-e", "--env-file", "--name", "hf_secret", "HF_TOKEN", ".ssh", "/workspace",
+                 "nicctl", "/run_logs", "srtnode"):
+        assert gone not in flags and (gone.startswith("-") or gone not in text), gone
+
+
+def test_nodes_started_with_different_container_options_are_not_captured() -> None:
+    recs = json.loads(FIXTURE.read_text())
+    run = next(r for r in recs if r["role"] == "docker-run")
+    run["options"].append(["--device", "/dev/only-here"])
+    with pytest.raises(multinode_amd.NotCaptured, match="differ between nodes"):
+        _fixture_deployment(recs)
+
+
+def test_the_shipped_amd_rows_carry_docker_run_options() -> None:
+    for path in sorted((ROOT / "recipes/recipe/multinode").glob("*mi355x*.yaml")):
+        for i, _row, dep, _extra in _rows_with_deployments(path):
+            for r in dep["roles"]:
+                c = r.get("container")
+                assert c and c["runtime"] == "docker", f"{path.name}[{i}] {r['name']}"
+                assert "/dev/kfd" in c["devices"] and "--privileged" in c["options"]
+                assert "{model}:{model}" in c["mounts"]
