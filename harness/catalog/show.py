@@ -174,8 +174,11 @@ def _container_lines(c: dict[str, Any] | None) -> list[str]:
     """A role's container options as upstream passes them (RoleLaunch.container)."""
     if not c:
         return []
-    out = [f"      container ({c['runtime']}) device {d}" for d in c["devices"]]
-    out += [f"      container ({c['runtime']}) mount {m}" for m in c["mounts"]]
+    out = []
+    if c["devices"]:
+        out.append(f"      container ({c['runtime']}) devices: " + " ".join(c["devices"]))
+    if c["mounts"]:
+        out.append(f"      container ({c['runtime']}) mounts: " + " ".join(c["mounts"]))
     if c["options"]:
         out.append(f"      container ({c['runtime']}) flags: "
                    + " ".join(_q(a) for a in c["options"]))

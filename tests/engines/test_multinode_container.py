@@ -104,8 +104,8 @@ def test_the_dry_run_shows_the_options_and_says_once_where_they_do_not_apply(tmp
     assert text.count("note: upstream's container options (docker)") == 1
     assert "do not apply: engine.slurm.container_runtime=none" in text
     assert text.count("\n[") >= 2  # several launches, the note still once
-    for line in ("      container (docker) device /dev/kfd",
-                 "      container (docker) mount {model}:{model}",
+    for line in ("      container (docker) devices: /dev/dri /dev/kfd /dev/infiniband ",
+                 "      container (docker) mounts: /sys:/sys {model}:{model}\n",
                  "      container (docker) flags: --init --stop-timeout 10"):
         assert line in text, line
     assert "--privileged" in text and not out.exists()
