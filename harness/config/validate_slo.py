@@ -27,10 +27,13 @@ def check_slo_settings(sc: SweepConfig, where: Where) -> None:
     scen = sc.scenario
     if scen.arrival != "closed":  # which kinds offer open loop: harness.workloads.registry
         rates = scen.request_rate
-        if not rates or any(not (r > 0 and math.isfinite(r)) for r in rates):
+        # an SLO search picks its rates (search.lo..hi): a list is then optional
+        needed = sc.search.mode != "slo"
+        if (needed and not rates) or any(not (r > 0 and math.isfinite(r)) for r in rates):
             raise ConfigError.at(where, "scenario.request_rate",
                                  f"arrival {scen.arrival} needs a list of positive rates (req/s), "
-                                 f"got {list(rates)}", "e.g. scenario.request_rate=[0.5,1,2]")
+                                 f"got {list(rates)}", "e.g. scenario.request_rate=[0.5,1,2], "
+                                 "or search.mode=slo to search for the rate")
         if len(set(rates)) < len(rates):
             raise ConfigError.at(where, "scenario.request_rate",
                                  "a rate is listed more than once", "use repeats=N instead")

@@ -32,6 +32,7 @@ from harness.engines.session import EngineSession
 from harness.engines.weights import check_hub_access
 from harness.engines.workspace import check_workspace
 from harness.evals.context import with_eval_context
+from harness.publish.dashboards.capacity import search_outcome
 from harness.publish.report import print_summary
 from harness.record import energy
 from harness.record.identity import point_identity
@@ -244,9 +245,7 @@ def run_search(sc: SweepConfig, run: RunDir, name: str, repo: Path, locate: Loca
     result = state.result(crit)
     run.write_json(f"search/{name}.json", {"axis": "rate" if open_loop(sc) else "concurrency",
                                            **result})
-    print(f"search: highest passing {result['highest_passing']}, lowest failing "
-          f"{result['lowest_failing']} ({result['breaching_metric']}), "
-          f"{result['num_points']} points")
+    print(f"search: {search_outcome(result)}, {result['num_points']} points")
     return written
 
 

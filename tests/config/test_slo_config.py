@@ -44,3 +44,13 @@ def test_rate_points_have_their_own_ids() -> None:
     cfg2, where2 = _compose([])
     closed = point_identity(to_sweep_config(cfg2, where2), 4, 0)
     assert closed.rate is None and "rate" not in closed.point_id()
+
+
+def test_an_open_loop_slo_search_needs_no_rate_list() -> None:
+    """The search picks its rates (search.lo..hi), so the list is optional there, and a bad
+    one is still refused."""
+    base = ["++scenario.arrival=poisson", "++search.mode=slo", "+search.criteria.p99_ttft_ms=50"]
+    cfg, where = _compose(base)
+    assert to_sweep_config(cfg, where).scenario.request_rate == []
+    e = _error([*base, "++scenario.request_rate=[0]"])
+    assert e.key == "scenario.request_rate" and "positive rates" in str(e)
