@@ -14,6 +14,7 @@ from harness.engines.base import CHECKS_ONLY, EngineAdapter, EngineConfigError, 
 from harness.engines.counters import ENGINE_COUNTERS, EngineCounters
 from harness.engines.stand_in import STAND_INS, stand_in_deployment
 from harness.engines.template import flag_value
+from harness.speculation.upstream_injection import deployment_length
 
 CONTAINER_RUNTIMES = ("pyxis", "apptainer", "none")
 ENTRY_ROLES = ("router", "frontend")
@@ -56,6 +57,13 @@ class MultinodeAdapter(EngineAdapter):
         if cfg.worker_stand_in:
             stand_in_deployment(sc, dep, where)  # its own refusals (interpreter, model dir)
             check_stand_in_tokenizer(sc, where)
+
+    @property
+    def can_inject(self) -> bool:
+        """Only through the deployment: a row captured with upstream's synthetic-acceptance
+        injection forces its own AL (harness.speculation.upstream_injection); the harness sets
+        no acceptance knob of its own on a captured launch."""
+        return deployment_length(self.sc) is not None
 
     @property
     def counters(self) -> EngineCounters:

@@ -20,6 +20,7 @@ from harness.config.errors import ConfigError
 from harness.config.locations import repo_root
 from harness.config.schema import SweepConfig
 from harness.config.validate import SAMPLE_METHODS
+from harness.speculation.upstream_injection import upstream_injection
 
 TABLE_DIR = repo_root() / "recipes" / "acceptance"  # the checkout, or an installed copy
 COLUMNS = ("model", "speculator", "k", "thinking", "al", "precision", "draft", "sample_method",
@@ -288,6 +289,13 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
     spec = sc.speculator
     if spec.method == "none":
         return AcceptancePlan("none")
+    upstream = upstream_injection(sc, where)  # a captured deployment that forces its own AL
+    if upstream is not None:
+        mixed = k_mismatch(table if table is not None else load_table(), sc.model.name,
+                           spec.method, spec.k, sc.effective_thinking(), upstream[0],
+                           spec.draft_model or "", spec.sample_method)
+        return AcceptancePlan("injected", upstream[0], upstream[1] + (
+            f" ({mixed}: as upstream's key runs it)" if mixed else ""))
     agentic = synthetic_text if synthetic_text is not None else _synthetic_text(sc.scenario.kind)
     mode = spec.acceptance.mode
     if mode == "auto":
