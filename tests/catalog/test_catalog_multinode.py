@@ -136,7 +136,11 @@ def _texts(role: dict) -> list[str]:
 
 
 def _check_deployment(where: str, row: dict, dep: dict, extra: dict) -> None:
-    assert set(dep) == {"source", "image", "gpus_per_node", "nodes", "roles"}, where
+    assert set(dep) - {"synthetic_acceptance_length"} == {
+        "source", "image", "gpus_per_node", "nodes", "roles"}, where
+    # the length upstream's injector forced: a field exactly where the source says it ran
+    said = re.search(r"SYNTHETIC_ACCEPTANCE_LENGTH=([\d.]+) injected by", dep["source"])
+    assert dep.get("synthetic_acceptance_length") == (float(said[1]) if said else None), where
     assert dep["gpus_per_node"] >= 1 and dep["nodes"] >= 1, where
     names = [r["name"] for r in dep["roles"]]
     assert len(names) == len(set(names)), f"{where}: role names {names}"
@@ -427,5 +431,7 @@ def test_a_synthetic_acceptance_row_is_captured_with_upstreams_injection(
     assert "--synthetic=2.49:dynamo-vllm:dsv4" in decode["argv"]
     assert "SYNTHETIC_ACCEPTANCE_LENGTH=2.49 injected by runners/inject_synthetic_acceptance" \
         in dep["source"]
+    # the length as a field, what engine=multinode's acceptance plan reads
+    assert dep["synthetic_acceptance_length"] == 2.49
     [prefill] = [r for r in dep["roles"] if r["role"] == "prefill"]
     assert not any(a.startswith("--synthetic") for a in prefill["argv"])
