@@ -88,13 +88,21 @@ def _selection_args(name: str) -> list[str]:
     return [f"engine.deployment={next(r for r in rows if r.get('deployment'))['deploy_recipe']}"]
 
 
+def _injects(name: str) -> bool:
+    """A multi-node recipe with rows whose captured deployment upstream's
+    runners/inject_synthetic_acceptance.py rewrote (`synthetic_acceptance_length`)."""
+    return name.startswith("multinode/") and any(
+        (r.get("deployment") or {}).get("synthetic_acceptance_length") is not None
+        for r in _rows(name))
+
+
 def _agentic_attach(name: str) -> bool:
     """An agentic multi-node recipe whose speculator needs an injected acceptance length, which
-    neither the endpoint engine (attach) nor a captured launch (upstream's own worker flags)
-    can force."""
+    neither the endpoint engine (attach) nor a captured launch without upstream's synthetic
+    acceptance (its workers draft for real) can force."""
     text = (RECIPES / f"{name}.yaml").read_text()
     return (name.startswith("multinode/") and "override /scenarios: agentic" in text
-            and "override /speculator: mtp" in text)
+            and "override /speculator: mtp" in text and not _injects(name))
 
 
 @pytest.fixture(scope="module")
@@ -128,10 +136,22 @@ def test_every_shipped_recipe_composes_and_validates_through_the_cli(every_dry_r
     assert not results.exists()  # a dry run writes nothing
 
 
+def test_multinode_recipes_with_upstreams_synthetic_acceptance_launch(every_dry_run) -> None:
+    """The 16 keys whose rows set SYNTHETIC_ACCEPTANCE=true launch on Slurm (engine=multinode)
+    injected at the length upstream's injector wrote into their deployment
+    (harness.speculation.upstream_injection), agentic or not."""
+    got, _ = every_dry_run
+    names = [n for n in ALL_NAMES if _injects(n)]
+    assert len(names) == 16
+    assert sum(1 for n in names if "agentic" in n) == 14
+    assert not _failures(got, names)
+
+
 @pytest.mark.xfail(strict=True, reason=(
-    "the agentic multi-node recipes with an MTP speculator are refused, launched or attached: "
-    "neither engine=multinode nor the endpoint engine can inject the acceptance length the "
-    "agentic scenario asks for (harness/catalog/multinode.py writes them)"))
+    "the agentic multi-node recipes with an MTP speculator whose rows upstream runs without "
+    "SYNTHETIC_ACCEPTANCE are refused, launched or attached: their captured workers draft for "
+    "real, and neither engine=multinode nor the endpoint engine can inject the acceptance "
+    "length the agentic scenario asks for (harness/catalog/multinode.py writes them)"))
 def test_agentic_multinode_recipes_attach(every_dry_run) -> None:
     got, _ = every_dry_run
     assert not _failures(got, [n for n in ALL_NAMES if _agentic_attach(n)])
