@@ -216,6 +216,14 @@ def _node_gpus(rec: dict[str, Any], gpn: int) -> int:
     return min(gpn, int(tp) // nnodes) if tp else gpn
 
 
+def node_container_options(runs: list[dict[str, Any]], image: str) -> dict[str, Any]:
+    """Every role runs in its node's container (job.slurm's one `docker run` of the image a
+    node; the benchmark client's sibling container, CLIENT_IMAGE, is not a role's)."""
+    return same_on_every_node({r["node"]: docker_options(r, MODEL_DIR_HOST, LOG_DIR,
+                                                         is_standin)
+                               for r in runs if r["image"] == image})
+
+
 def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
     """The stand-in's records in the srt-slurm driver's capture shape
     (multinode_roles.deployment reads it): workers by mode and instance, the router as the
@@ -231,11 +239,7 @@ def to_cap(recs: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
     image = runs[0]["image"]
     gpn = int(env.get("GPUS_PER_NODE") or runs[0]["container_env"].get("GPUS_PER_NODE") or 8)
     container = runs[0]["container_env"]
-    # every role runs in its node's container (job.slurm's one `docker run` of the image a
-    # node; the benchmark client's sibling container, CLIENT_IMAGE, is not a role's)
-    options = same_on_every_node({r["node"]: docker_options(r, MODEL_DIR_HOST, LOG_DIR,
-                                                            is_standin)
-                                  for r in runs if r["image"] == image})
+    options = node_container_options(runs, image)
     records: list[dict[str, Any]] = []
     instances: dict[tuple[str, str], list[dict[str, Any]]] = {}
     model_path = ""

@@ -29,11 +29,24 @@ from harness.catalog.sandbox import Sandbox
 FRAMEWORKS = ("llmd-vllm", "tilert")
 STANDIN_NAMES = (*amd.STANDIN_NAMES, "salloc", "enroot", "unsquashfs", "vllm", "pd-sidecar",
                  "epp", "envoy")
-# the launchers' MODEL_PATH (launch_gb200-nv.sh / launch_b200-dgxc.sh @843c6254) and the
-# shared directories their squash imports lock and write in
-MODEL_PATHS = {"llmd-vllm": "/mnt/numa1/models/DeepSeek-V4-Pro",
-               "tilert": "/home/sa-shared/models/GLM-5.1-FP8"}
-HOST_DIRS = ("/mnt/lustre01/users-public/sa-shared", "/home/sa-shared/containers")
+# The launcher's MODEL_PATH for the row's model (its first `export MODEL_PATH="..."` under
+# the `$MODEL_PREFIX == ... && $PRECISION == ...` test): the sandbox makes that directory,
+# which llm-d's job.slurm checks on every node (`test -d`).
+MODEL_PATH_RE = (r'MODEL_PREFIX"? == "{}" && "?\$PRECISION"? == "{}" \]\]; then[ \t]*\n'
+                 r'(?:[ \t]*#[^\n]*\n)*[ \t]*export MODEL_PATH="([^"$]+)"')
+
+
+def launcher_model_path(text: str, env: dict[str, str]) -> str:
+    m = re.search(MODEL_PATH_RE.format(re.escape(env["MODEL_PREFIX"]),
+                                       re.escape(env["PRECISION"])), text)
+    if m is None:
+        raise NotCaptured(f"the launcher sets no MODEL_PATH for {env['MODEL_PREFIX']} "
+                          f"{env['PRECISION']}")
+    return m.group(1)
+
+
+# the launchers' squash directories (`SQUASH_DIR="..."`), which their import locks write in
+SQUASH_DIR = re.compile(r'^\s*SQUASH_DIR="(/[^"$]+)"', re.M)
 # What tilert_ut/setup_deps.sh@843c6254 requires of the images and probes for (it exits
 # where one is missing): tilert at its pin TILERT_VERSION, nixl at TILERT_NIXL_VERSION,
 # transformers >= 5.4.0, uvicorn, and vLLM in the prefill image (PREFILL_IMAGE's v0.26.0).
@@ -72,16 +85,18 @@ def run_chain(checkout: Path, env: dict[str, str], bound_s: float, bindir: Path
         names = " ".join(f"srtnode{i:03d}" for i in range(NODES))
         (upper / "etc/hosts").write_text(f"127.0.0.1 localhost {names}\n")
         fw = env["FRAMEWORK"]
-        for d in (MODEL_PATHS[fw], *HOST_DIRS):
+        launcher = f"./runners/launch_{env['RUNNER_NAME'].split('_', 1)[0]}.sh"
+        text = (checkout / launcher).read_text() if (checkout / launcher).exists() else ""
+        model = launcher_model_path(text, env)
+        for d in (model, *SQUASH_DIR.findall(text)):
             (upper / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for name in CHECKPOINT_FILES.get(fw, ()):
-            (upper / MODEL_PATHS[fw].lstrip("/") / name).write_text("{}\n")
+            (upper / model.lstrip("/") / name).write_text("{}\n")
         run_env = {**env, "PATH": f"{bindir}:/usr/bin:/bin:/usr/sbin:/sbin",
                    "CAPTURE_RECORD_DIR": str(box.base / "rec"),
                    "CAPTURE_REAL_PYTHON": "/usr/bin/python3", "HOME": "/root",
                    "CAPTURE_LISTEN": "1",
                    "CAPTURE_IMAGE_PACKAGES": json.dumps(IMAGE_PACKAGES.get(fw, {}))}
-        launcher = f"./runners/launch_{env['RUNNER_NAME'].split('_', 1)[0]}.sh"
         run = box.run(f"exec unshare -n -- /bin/sh -c '{LOOPBACK_UP} && exec bash {launcher}'",
                       run_env, bound_s)
         recs = [json.loads(p.read_text()) for p in sorted(run.records.glob("*.json"))]
@@ -203,6 +218,7 @@ def llmd_deployment(recs: list[dict[str, Any]], env: dict[str, str], source: str
             raise NotCaptured(f"llm-d started {r['module']}, which has no role here")
         by_program.setdefault(r["module"], []).append(r)
     for program, group in by_program.items():
+        group.sort(key=lambda r: r["node"])  # the nodes start theirs concurrently
         name, kind, port, ready = LLMD_HELPERS[program]
         if len(group) > 1:  # a sidecar on every decode node (DEP8): the launcher would move
             port = ready = None  # a second instance's port, which its argv names literally
@@ -219,8 +235,8 @@ def llmd_deployment(recs: list[dict[str, Any]], env: dict[str, str], source: str
                 content = content.replace(other, "{launch_dir}/" + Path(other).name)
             role.setdefault("files", {})[Path(path).name] = anywhere.text(content)
         dep["roles"].append(role)
-    opts = pyxis_options(cap["step"], MODEL_PATHS[env["FRAMEWORK"]], "/benchmark_logs",
-                         amd.is_standin)
+    opts = pyxis_options(cap["step"], cap["step"]["container_env"]["MODEL_PATH"],
+                         "/benchmark_logs", amd.is_standin)
     for role in dep["roles"]:
         role["container"] = json.loads(json.dumps(opts))
     return _checked(dep)
@@ -262,15 +278,16 @@ def tilert_deployment(recs: list[dict[str, Any]], env: dict[str, str], source: s
                 f'{{ [ -f "{out}/model.safetensors.index.json" ] || '
                 + " ".join(shlex.quote(a) for a in argv) + "; }")]))
     # in upstream's start order: decode first (prefill waits for its control port)
+    model = next(iter(steps.values()))["container_env"]["MODEL_PATH"]  # the launcher's
     cap = {"records": workers, "services": [], "files": {}, "container_image": env["IMAGE"],
            "gpus_per_node": gpn, "nodes": len(steps), "infra": "srtnode000",
-           "model_path": MODEL_PATHS["tilert"], "log_dir": ""}
+           "model_path": model, "log_dir": ""}
     dep = deployment(cap, source)
     if routers:
         dep["roles"].append(_single(cap, "router", "router", routers,
                                     int(_arg(routers[0]["command"], "--port") or 8888),
                                     "/health"))
-    by_node = {n: pyxis_options(r, MODEL_PATHS["tilert"], "", amd.is_standin)
+    by_node = {n: pyxis_options(r, model, "", amd.is_standin)
                for n, r in steps.items()}
     for role in dep["roles"]:
         node = f"srtnode{role['placement'][0]['nodes'][0]:03d}"
