@@ -292,7 +292,7 @@ def resolve(sc: SweepConfig, can_inject: bool, where: str,
     upstream = upstream_injection(sc, where)  # a captured deployment that forces its own AL
     if upstream is not None:
         mixed = k_mismatch(table if table is not None else load_table(), sc.model.name,
-                           spec.method, spec.k, sc.effective_thinking(), upstream[0],
+                           upstream[2], upstream[3], sc.effective_thinking(), upstream[0],
                            spec.draft_model or "", spec.sample_method)
         return AcceptancePlan("injected", upstream[0], upstream[1] + (
             f" ({mixed}: as upstream's key runs it)" if mixed else ""))

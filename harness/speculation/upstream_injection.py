@@ -12,11 +12,15 @@ other (docs/multinode.md)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.config.errors import ConfigError
 from harness.config.schema import SweepConfig
+from harness.speculation.drafters import speculator_from_server_argv
 
 INJECTOR = "runners/inject_synthetic_acceptance.py"
 SAME = 0.005  # lengths closer than this are one length (the catalog writes two decimals)
+WORKERS = ("prefill", "decode", "aggregated")  # the roles that draft
 
 
 def deployment_length(sc: SweepConfig) -> float | None:
@@ -29,17 +33,40 @@ def deployment_length(sc: SweepConfig) -> float | None:
     return None if al is None else float(al)
 
 
-def upstream_injection(sc: SweepConfig, where: str) -> tuple[float, str] | None:
-    """(length, source) of the injection the deployment carries, or None where it carries
-    none. Refused before anything starts: real acceptance asked of a deployment that forces
-    synthetic acceptance, a requested length other than the deployment's, a length outside
-    [1, k+1]."""
+def workers_speculation(sc: SweepConfig) -> dict[str, Any] | None:
+    """What the deployment's drafting workers run, read from their captured argv as the
+    catalog importer reads a server command (harness.speculation.drafters): {method, k,
+    acceptance_length, ...}; None where no worker drafts or the family is not one it reads."""
+    dep, family = sc.engine.launch, sc.engine.family
+    if dep is None or family not in ("vllm", "sglang", "trtllm", "atom"):
+        return None
+    for r in dep.roles:
+        got = speculator_from_server_argv(family, r.argv, r.env) if r.role in WORKERS else None
+        if got:
+            return got
+    return None
+
+
+def upstream_injection(sc: SweepConfig, where: str) -> tuple[float, str, str, int] | None:
+    """(length, source, the workers' method and draft length) of the injection the deployment
+    carries,
+    or None where it carries none. Refused before anything starts: real acceptance asked of a
+    deployment that forces synthetic acceptance, a requested length other than the
+    deployment's, a field the workers' argv contradicts, a length outside [1, k+1]."""
     al = deployment_length(sc)
     if al is None:
         return None
     dep, spec = sc.engine.launch, sc.speculator
     assert dep is not None  # deployment_length saw it
     recipe = dep.source.split(" (", 1)[0] or "the row's captured deployment"
+    runs = workers_speculation(sc) or {}
+    argv_al = runs.get("acceptance_length")
+    if argv_al is not None and abs(float(argv_al) - al) >= SAME:
+        raise ConfigError(where, "engine.launch.synthetic_acceptance_length",
+                          f"the deployment says AL {al:g}, its workers' argv inject "
+                          f"{float(argv_al):g} ({recipe})",
+                          "recapture the row (python -m harness.catalog.multinode_capture)")
+    method, k = str(runs.get("method") or spec.method), int(runs.get("k") or spec.k)
     fix_row = ("or run a row captured without it (dsv4-fp4-gb200-dynamo-vllm-mtp2-nosynthetic "
                "is upstream's real-draft twin of the dsv4 GB200 keys)")
     if spec.acceptance.mode == "real":
@@ -58,9 +85,13 @@ def upstream_injection(sc: SweepConfig, where: str) -> tuple[float, str] | None:
             f"leave speculator.acceptance.length unset (or set it to {al:g}), or recapture the "
             "row with the SYNTHETIC_ACCEPTANCE_LENGTH you want "
             "(python -m harness.catalog.multinode_capture, docs/multinode.md)")
-    if not 1.0 <= al <= spec.k + 1:
+    if not 1.0 <= al <= k + 1:
         raise ConfigError(where, "speculator.acceptance.length",
-                          f"the deployment's AL {al:g} is outside [1, k+1] = [1, {spec.k + 1}]",
-                          "set speculator.k to the draft length the deployment's workers run")
+                          f"the deployment's AL {al:g} is outside [1, k+1] = [1, {k + 1}]",
+                          "recapture the row (python -m harness.catalog.multinode_capture)")
+    # the recipe's speculator labels the point; the workers draft what their argv says
+    label = "" if (method, k) == (spec.method, spec.k) else (
+        f"; its workers draft {method} k={k} (the recipe's speculator: {spec.method} "
+        f"k={spec.k})")
     return al, (f"deployment: SYNTHETIC_ACCEPTANCE_LENGTH={al:g} injected by upstream's "
-                f"{INJECTOR} into {recipe}")
+                f"{INJECTOR} into {recipe}{label}"), method, k

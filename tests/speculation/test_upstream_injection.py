@@ -71,6 +71,22 @@ def test_every_injecting_row_is_planned_at_its_own_deployments_length() -> None:
     assert checked == 47
 
 
+def test_the_source_says_what_the_workers_draft_where_the_recipe_labels_otherwise() -> None:
+    """The workers' argv, read as the catalog reads a server command, is the truth the plan
+    reports: dsv4-fp4-gb200-dynamo-vllm-mtp2's deployments draft k=2 at the k=2 value 2.27
+    while its recipe's speculator says k=3; the agentic GB200 -mtp- keys draft k=2 at 2.49,
+    the curve's k=3 value, which the source names (upstream's key runs it so)."""
+    sc, one = _launch("dsv4-fp4-gb200-dynamo-vllm-mtp2")
+    plan = _plan(one, sc)
+    assert plan.length == 2.27 and one.speculator.k == 3
+    assert "its workers draft mtp k=2 (the recipe's speculator: mtp k=3)" in plan.source
+    assert "curve" not in plan.source  # 2.27 is the curve's k=2 value: nothing mixed
+    plan = _plan(*reversed(_launch(KEY)))
+    assert "injected AL 2.49 at k=2 is the k=3 value of the published curve" in plan.source
+    _, same = _launch("dsv4-fp4-gb300-dynamo-vllm-agentic-mtp-agg")  # k=3 in argv and recipe
+    assert _plan(same, sc).source.endswith("-mtp-agentic.yaml")
+
+
 def test_another_length_or_real_acceptance_is_refused_naming_both() -> None:
     sc, other = _launch(KEY, "speculator.acceptance.length=2.27")
     with pytest.raises(ConfigError) as e:
