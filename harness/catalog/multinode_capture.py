@@ -110,17 +110,12 @@ class Trees:
             ix = self.base / "ix"
             if not ix.exists():
                 self._extract(self.ix_git, self.ix_commit, ix, [RECIPES.rstrip("/")])
-            for src, dst in overlays:
+            for src, dst in overlays:  # a file onto a file, a folder's files into a folder
                 s, d = ix / RECIPES / src, dest / dst
-                if s.is_file():
-                    d.parent.mkdir(parents=True, exist_ok=True)
-                    d.write_bytes(s.read_bytes())
-                    continue
-                for f in s.rglob("*"):
-                    if f.is_file():
-                        t = d / f.relative_to(s)
-                        t.parent.mkdir(parents=True, exist_ok=True)
-                        t.write_bytes(f.read_bytes())
+                for f in [s] if s.is_file() else [f for f in s.rglob("*") if f.is_file()]:
+                    t = d if f == s else d / f.relative_to(s)
+                    t.parent.mkdir(parents=True, exist_ok=True)
+                    t.write_bytes(f.read_bytes())
         self.made[key] = dest
         return dest
 
