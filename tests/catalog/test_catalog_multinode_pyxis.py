@@ -126,3 +126,32 @@ def test_upstreams_tilert_chain_run_in_the_sandbox_reproduces_the_shipped_row() 
     assert not missed, missed
     shipped = _row(key, 0)["deployment"]
     assert deps[(key, 0)] == yaml.safe_load(yaml.safe_dump(shipped).replace("\\${", "${"))
+
+
+def test_the_stand_in_records_a_pyxis_step_and_runs_it_on_each_node(tmp_path) -> None:
+    """`srun --container-image ...` (standins/slurm_docker.py, run for real): one record with
+    the image, mounts and flags; the command once per node with srun's environment plus
+    --export's, each mount target a link to its source, in --container-workdir."""
+    bindir, rec = tmp_path / "bin", tmp_path / "rec"
+    rec.mkdir()
+    multinode_pyxis.build_bindir(bindir)
+    src, dst, work = tmp_path / "src", tmp_path / "dst", tmp_path / "work"
+    src.mkdir()
+    work.mkdir()
+    (src / "weights.txt").write_text("w")
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "CAPTURE_RECORD_DIR": str(rec),
+           "SLURM_JOB_NODELIST": "srtnode000,srtnode001", "KEEP": "job"}
+    script = 'echo "$SLURM_PROCID $CAPTURE_NODE $KEEP $ROLE $(pwd) $(cat dst/weights.txt)"'
+    p = subprocess.run(
+        [str(bindir / "srun"), "--container-image=/sq/img.sqsh",
+         f"--container-mounts={src}:{dst}:ro", f"--container-workdir={tmp_path}",
+         "--container-remap-root", "--export=ALL,ROLE=decode", "bash", "-c", script],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.splitlines()) == [
+        f"0 srtnode000 job decode {tmp_path} w", f"1 srtnode001 job decode {tmp_path} w"]
+    [r] = [json.loads(f.read_text()) for f in rec.glob("*.json")]
+    assert r["role"] == "pyxis" and r["image"] == "/sq/img.sqsh"
+    assert r["nodes"] == ["srtnode000", "srtnode001"]
+    assert ["--container-remap-root", None] in r["options"]
+    assert r["container_env"]["ROLE"] == "decode" and r["command"][:2] == ["bash", "-c"]
