@@ -157,7 +157,8 @@ class SlurmLaunchConfig:
         "nodes to allocate from, in placement order (salloc --nodelist); []: Slurm chooses"))
     container_runtime: str = setting(
         "pyxis", help="how a role's step runs its image: pyxis (srun --container-image, "
-        "srt-slurm's), apptainer, or none (argv on the node)")
+        "srt-slurm's), apptainer, docker (docker run in the step with the role's upstream "
+        "devices, mounts and flags: the AMD keys'), or none (argv on the node)")
     container_mounts: list[str] = field(default_factory=list, metadata=about(
         "host:container mounts, e.g. the model store"))
     # Dynamo's own mocker: same registration and disaggregation (docs/multinode.md)

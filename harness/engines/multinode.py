@@ -16,7 +16,7 @@ from harness.engines.stand_in import STAND_INS, stand_in_deployment
 from harness.engines.template import flag_value
 from harness.speculation.upstream_injection import deployment_length
 
-CONTAINER_RUNTIMES = ("pyxis", "apptainer", "none")
+CONTAINER_RUNTIMES = ("pyxis", "apptainer", "docker", "none")
 ENTRY_ROLES = ("router", "frontend")
 
 
