@@ -131,3 +131,31 @@ def test_the_citation_check_tells_ours_from_upstreams() -> None:
             "results/<run>/points.jsonl, and docs/gone.md.\n"
             "<!-- example: scenarios/mine.yaml -->\n")
     assert _dead_citations(text) == ["1: harness/nowhere.py", "4: docs/gone.md"]
+
+
+def _make_run_points() -> Counter:
+    """Points per scenario family that the Makefile's `run` target sweeps: each `harness
+    sweep` line's concurrency list times its -m values (comma lists multiply)."""
+    make = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    body = make[make.index("\nrun:"):make.index("\ntest:")]
+    got: Counter = Counter()
+    for line in body.splitlines():
+        if "harness sweep" not in line:
+            continue
+        args = line.split("harness sweep", 1)[1].split()
+        conc = next((a for a in args if "concurrency=" in a), "concurrency=[1,2,4,8]")
+        n = len(conc.split("[", 1)[1].rstrip("]'").split(","))
+        if "-m" in args:
+            for a in args:
+                if "=" in a and "," in a and "concurrency" not in a:
+                    n *= len(a.split("=", 1)[1].split(","))
+        got["agentic" if any(a.startswith("scenarios=agentic") for a in args) else "fixed"] += n
+    return got
+
+
+def test_the_readme_counts_make_runs_points_as_the_makefile_sweeps_them() -> None:
+    said = {kind: int(m.group(1)) for kind, pattern in
+            (("fixed", r"- (\d+) fixed-sequence points"), ("agentic", r"- (\d+) agentic points"))
+            if (m := re.search(pattern, README))}
+    assert said == dict(_make_run_points()), ("README.md's make-run list disagrees with the "
+                                              "Makefile's run target", said)
