@@ -304,7 +304,8 @@ def amd_deployment(cap: dict[str, Any], source: str) -> dict[str, Any]:
 def capture_one(checkout: Path, bindir: Path, env: dict[str, str], row: dict[str, Any],
                 source: str, bound_s: float, dram: tuple = ()) -> dict[str, Any] | str:
     """One row's deployment, or why it is not captured."""
-    from harness.catalog.multinode_capture import check_pools
+    from harness.catalog.multinode import pool
+    from harness.catalog.multinode_gpus import read_pools
 
     out = ""
     try:
@@ -318,7 +319,7 @@ def capture_one(checkout: Path, bindir: Path, env: dict[str, str], row: dict[str
         else:
             recs, out = run_chain(checkout, env, bound_s, bindir)
             dep = amd_deployment(to_cap(recs, env), source)
-        check_pools(dep, row)
+        read_pools(pool(row["prefill"]), pool(row["decode"]), dep)
         return dep
     except NotCaptured as err:
         why = f"upstream's scripts ran: {err}"

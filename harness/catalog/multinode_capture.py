@@ -354,7 +354,7 @@ def _capture_group(a, trees: Trees, group: tuple, rows: list[Job], commit: str,
             if isinstance(cap, str):
                 raise NotCaptured(cap)
             dep = synthetic.with_length(deployment(cap, source), syn[0] if syn else None)
-            check_pools(dep, row)
+            read_pools(multinode.pool(row["prefill"]), multinode.pool(row["decode"]), dep)
             deps[(key, i)] = dep
         except NotCaptured as err:
             missed[(key, i)] = str(err)
@@ -388,14 +388,6 @@ def _plan(a, e: dict, k: dict, row: dict, runners: dict, commit: str, when: str,
             raise NotCaptured(f"{pin.repo} ref {pin.ref} is not in the srt-slurm git dir") \
                 from err
     return pin, shas[pin.ref], cfg
-
-
-def check_pools(dep: dict[str, Any], row: dict[str, Any]) -> None:
-    """The captured workers take the GPUs the master row's pools mean
-    (harness/catalog/multinode_gpus.py: workers x tp x pp x pcp, a data-parallel-attention
-    pool written with vLLM's per-rank tp counting its ep GPUs a worker); a recipe that takes
-    others is not shipped as this row's."""
-    read_pools(multinode.pool(row["prefill"]), multinode.pool(row["decode"]), dep)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from harness.config.errors import ConfigError
 from harness.config.locations import repo_root
 from harness.config.schema import SweepConfig
 from harness.config.validate import SAMPLE_METHODS
+from harness.speculation.lookup_drafters import injectable_refusal
 from harness.speculation.upstream_injection import upstream_injection
 
 TABLE_DIR = repo_root() / "recipes" / "acceptance"  # the checkout, or an installed copy
@@ -367,28 +368,9 @@ def _table_row(sc: SweepConfig, where: str, table: list[AcceptanceRow] | None
                           "or set speculator.acceptance.length explicitly") from None
 
 
-# Drafters that propose from text already seen (prompt/output n-grams). The harness's agentic
-# prompts are blocks of single-token words drawn per hash id, so such drafters propose almost
-# nothing and an injected AL is neither realised nor verifiable.
-LOOKUP_DRAFTERS = frozenset({"ngram", "prompt_lookup", "suffix", "lookahead"})
-
-
 def check_injectable(method: str, scenario_kind: str, mode: str = "injected") -> str | None:
     """`injectable_refusal` for a built-in scenario kind."""
     return injectable_refusal(method, _synthetic_text(scenario_kind), mode)
-
-
-def injectable_refusal(method: str, synthetic_text: bool, mode: str = "injected") -> str | None:
-    """Why an injected point with this drafter cannot be run, or None. Called at validation:
-    an n-gram drafter proposes nothing on the synthetic agentic prompts (word blocks), so the
-    point would only ever be judged on a handful of drafts (or none)."""
-    if mode != "injected" or not synthetic_text or method not in LOOKUP_DRAFTERS:
-        return None
-    return (f"speculator {method} drafts only from n-grams already in the text, and the "
-            "replayed agentic prompts are synthetic single-token-word blocks: it proposes "
-            "(almost) no drafts there, so an injected acceptance length cannot be realised or "
-            "verified; use a model drafter (mtp, eagle3, draft_model) for injected agentic "
-            "points, or speculator.acceptance.mode=real (flagged as not representative)")
 
 
 def sample_method_for(table: list[AcceptanceRow], model: str, speculator: str, k: int,
