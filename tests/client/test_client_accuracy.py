@@ -143,10 +143,12 @@ def _short_of_the_standard(phase, m: dict, truth: dict, worst: dict, concurrency
     return why
 
 
-# Inter-token delay per concurrency keeps the chunk rate at what one Python client core here
-# ingests as separate small reads (~2.7k/s at 64 streams, beside a Python server on the other
-# core); the overload case is the next test.
-@pytest.mark.parametrize(("concurrency", "itl_ms"), [(1, 4.0), (8, 4.0), (64, 24.0)])
+# Inter-token delay per concurrency keeps the chunk rate within what one Python client core here
+# ingests as separate small reads (~2k/s at 64 streams, beside a Python server on the other
+# core); the overload case is the next test. At 24 ms (~2.7k/s) c64 passed alone every time but
+# failed inside the full suite twice in three runs, stamp p99 1.0-1.6 ms over four attempts
+# on a quiet host: the edge of one core, where anything else in the test process tips it.
+@pytest.mark.parametrize(("concurrency", "itl_ms"), [(1, 4.0), (8, 4.0), (64, 32.0)])
 @pytest.mark.parametrize("chat", [False, True])
 def test_metrics_match_server_truth(
     scripted_server: str, concurrency: int, itl_ms: float, chat: bool
