@@ -153,12 +153,13 @@ def matrix_dram_gb(checkout: Path, python: str, e: dict[str, Any], block: dict[s
     return r.stdout.strip()
 
 
-def build_bindir(bindir: Path) -> None:
+def build_bindir(bindir: Path, names: tuple[str, ...] = STANDIN_NAMES) -> None:
+    """The stand-in program and each name it answers to, in `bindir` (put first on PATH)."""
     bindir.mkdir(parents=True, exist_ok=True)
     prog = bindir / "_slurm_docker"
     prog.write_text("#!/usr/bin/python3 -S\n" + STANDIN.read_text())
     prog.chmod(0o755)
-    for name in STANDIN_NAMES:
+    for name in names:
         (bindir / name).symlink_to("_slurm_docker")
 
 

@@ -65,12 +65,7 @@ def is_pyxis_key(e: dict[str, Any]) -> bool:
 
 
 def build_bindir(bindir: Path) -> None:
-    bindir.mkdir(parents=True, exist_ok=True)
-    prog = bindir / "_slurm_docker"
-    prog.write_text("#!/usr/bin/python3 -S\n" + amd.STANDIN.read_text())
-    prog.chmod(0o755)
-    for name in STANDIN_NAMES:
-        (bindir / name).symlink_to("_slurm_docker")
+    amd.build_bindir(bindir, STANDIN_NAMES)  # the AMD stand-in, answering to pyxis's names too
 
 
 def run_chain(checkout: Path, env: dict[str, str], bound_s: float, bindir: Path
