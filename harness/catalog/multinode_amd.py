@@ -163,17 +163,21 @@ def build_bindir(bindir: Path, names: tuple[str, ...] = STANDIN_NAMES) -> None:
         (bindir / name).symlink_to("_slurm_docker")
 
 
+def empty_profiles(upper: Path) -> None:
+    """A login shell (`bash -lc`, job.slurm and its docker run) must keep the stand-ins' PATH:
+    the host's profile files, which would reset it, read empty in the sandbox's layer."""
+    for f in ("etc/profile", "root/.bash_profile", "etc/bash.bashrc"):
+        (upper / f).parent.mkdir(parents=True, exist_ok=True)
+        (upper / f).write_text("")
+
+
 def run_chain(checkout: Path, env: dict[str, str], bound_s: float, bindir: Path
               ) -> tuple[list[dict[str, Any]], str]:
     """The launch step in a fresh sandbox: (the stand-in's records in order, output tail)."""
     box = Sandbox(checkout, keep=(bindir,))
     try:
         upper = box.base / "u"
-        # a login shell (`bash -lc`, job.slurm and its docker run) must keep the stand-ins'
-        # PATH: the host's profile files would reset it
-        for f in ("etc/profile", "root/.bash_profile", "etc/bash.bashrc"):
-            (upper / f).parent.mkdir(parents=True, exist_ok=True)
-            (upper / f).write_text("")
+        empty_profiles(upper)
         # programs the scripts start by absolute path (server_atom.sh: /usr/local/bin/atomesh)
         for path in ABSOLUTE_STANDINS:
             (upper / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)

@@ -74,9 +74,7 @@ def run_chain(checkout: Path, env: dict[str, str], bound_s: float, bindir: Path
     box = Sandbox(checkout, keep=(bindir,))
     try:
         upper = box.base / "u"
-        for f in ("etc/profile", "root/.bash_profile", "etc/bash.bashrc"):
-            (upper / f).parent.mkdir(parents=True, exist_ok=True)
-            (upper / f).write_text("")
+        amd.empty_profiles(upper)
         names = " ".join(f"srtnode{i:03d}" for i in range(NODES))
         (upper / "etc/hosts").write_text(f"127.0.0.1 localhost {names}\n")
         fw = env["FRAMEWORK"]
